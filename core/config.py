@@ -1,0 +1,268 @@
+"""Settings: defaults < TOML config file < ``MEMLENS_*`` environment < flags.
+
+The config file lives at ``<user config dir>/memlens/config.toml`` (platformdirs),
+or wherever ``MEMLENS_CONFIG`` points. Every effective value remembers where it
+came from so ``memlens config`` can say so.
+
+Example file::
+
+    db = "~/.local/share/memlens/memlens.db"
+    roots = ["~/.claude/projects"]
+
+    [chunker]
+    strategy = "adaptive"
+    max_tokens = 400
+    overlap_tokens = 80
+
+    [embedder]
+    name = "static"          # or "hashing", "model2vec", "openai", "sentence-transformers"
+    # options for the embedder:
+    # path = "/models/potion-base-8M"
+    # base_url = "http://127.0.0.1:11434/v1"
+
+    [watch]
+    enabled = true
+    debounce_ms = 50
+    reconcile_seconds = 60
+
+    [retention]
+    max_revisions = 50
+    max_age_days = 0          # 0 = keep forever
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the file, line and key."""
+
+
+# key -> (type, default). Nested tables use dotted keys.
+_SCHEMA: dict[str, tuple[type, Any]] = {
+    "db": (str, None),
+    "roots": (list, []),
+    "repository": (str, None),
+    "chunker.strategy": (str, "adaptive"),
+    "chunker.max_tokens": (int, 400),
+    "chunker.overlap_tokens": (int, 80),
+    "chunker.index_names": (list, ["MEMORY.md"]),
+    "chunker.estimator": (str, "chars4"),
+    "embedder.name": (str, "auto"),
+    "watch.enabled": (bool, True),
+    "watch.debounce_ms": (int, 50),
+    "watch.stable_ms": (int, 100),
+    "watch.reconcile_seconds": (int, 60),
+    "retention.max_revisions": (int, 50),
+    "retention.max_age_days": (int, 0),
+    "projection.retry_base_seconds": (float, 5.0),
+    "projection.retry_max_seconds": (float, 3600.0),
+}
+# Free-form options passed to the embedder (base_url, model, path, dim, ...).
+_EMBEDDER_OPTION_TYPES = (str, int, float, bool)
+
+_ENV: dict[str, str] = {
+    "MEMLENS_DB": "db",
+    "MEMLENS_ROOTS": "roots",
+    "MEMLENS_REPOSITORY": "repository",
+    "MEMLENS_STRATEGY": "chunker.strategy",
+    "MEMLENS_MAX_TOKENS": "chunker.max_tokens",
+    "MEMLENS_OVERLAP_TOKENS": "chunker.overlap_tokens",
+    "MEMLENS_EMBEDDER": "embedder.name",
+    "MEMLENS_WATCH": "watch.enabled",
+    "MEMLENS_DEBOUNCE_MS": "watch.debounce_ms",
+    "MEMLENS_RECONCILE_SECONDS": "watch.reconcile_seconds",
+    "MEMLENS_MAX_REVISIONS": "retention.max_revisions",
+}
+
+
+def default_config_path() -> Path:
+    """Where the config file is looked for (``MEMLENS_CONFIG`` overrides)."""
+    env = os.environ.get("MEMLENS_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return platformdirs.user_config_path("memlens") / "config.toml"
+
+
+def default_db_path() -> Path:
+    """The default database file in the user data folder."""
+    return platformdirs.user_data_path("memlens") / "memlens.db"
+
+
+@dataclass
+class Settings:
+    """Effective settings plus the origin of each value."""
+
+    values: dict[str, Any]
+    origins: dict[str, str]
+    embedder_options: dict[str, Any] = field(default_factory=dict)
+    config_path: Path | None = None
+
+    def get(self, key: str) -> Any:
+        """Return an effective value by dotted key."""
+        return self.values[key]
+
+    @property
+    def db_path(self) -> Path:
+        """The database path (expanded)."""
+        v = self.values.get("db")
+        return Path(v).expanduser() if v else default_db_path()
+
+    @property
+    def roots(self) -> list[Path]:
+        """Configured memory roots (expanded)."""
+        return [Path(r).expanduser() for r in self.values.get("roots") or []]
+
+    def chunker_dict(self) -> dict[str, Any]:
+        """Chunker config as a dict for :meth:`ChunkerConfig.from_dict`."""
+        return {
+            "strategy": self.values["chunker.strategy"],
+            "max_tokens": self.values["chunker.max_tokens"],
+            "overlap_tokens": self.values["chunker.overlap_tokens"],
+            "index_names": list(self.values["chunker.index_names"]),
+            "estimator": self.values["chunker.estimator"],
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        """Effective settings with origins, for ``memlens config --json``."""
+        out: dict[str, Any] = {
+            "config_file": str(self.config_path) if self.config_path else None,
+            "settings": {
+                k: {"value": self.values[k], "source": self.origins[k]}
+                for k in sorted(self.values)
+            },
+            "embedder_options": {
+                k: ("***" if "key" in k.lower() else v)
+                for k, v in sorted(self.embedder_options.items())
+            },
+        }
+        out["settings"]["db"]["value"] = str(self.db_path)
+        return out
+
+
+def _line_of(text: str, key: str) -> int | None:
+    leaf = key.split(".")[-1]
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s.startswith(leaf) and s[len(leaf):].lstrip().startswith("="):
+            return i
+    return None
+
+
+def _coerce(key: str, value: Any, where: str) -> Any:
+    typ, _ = _SCHEMA[key]
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if typ is int and isinstance(value, bool):
+        raise ConfigError(f"{where}: `{key}` must be an integer, got {value!r}")
+    if not isinstance(value, typ):
+        tname = typ.__name__
+        raise ConfigError(f"{where}: `{key}` must be {tname}, got {value!r}")
+    if key == "roots" or key == "chunker.index_names":
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return value
+
+
+def _parse_env(key: str, raw: str) -> Any:
+    typ, _ = _SCHEMA[key]
+    where = f"environment variable for `{key}`"
+    if typ is bool:
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{where}: expected true/false, got {raw!r}")
+    if typ is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{where}: expected an integer, got {raw!r}") from None
+    if typ is float:
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{where}: expected a number, got {raw!r}") from None
+    if typ is list:
+        return [p for p in raw.split(os.pathsep) if p]
+    return raw
+
+
+def load_settings(
+    config_path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Load settings with precedence defaults < file < environment < overrides.
+
+    Args:
+        config_path: Config file; default :func:`default_config_path`. A missing
+            file is fine; a malformed one raises.
+        env: Environment mapping (default ``os.environ``).
+        overrides: Values from command-line flags (dotted keys); None values are ignored.
+
+    Raises:
+        ConfigError: Malformed TOML, unknown key or wrong type (file, line, key named).
+    """
+    env = os.environ if env is None else env
+    path = config_path or default_config_path()
+    values = {k: copy.deepcopy(d) for k, (_, d) in _SCHEMA.items()}
+    origins = {k: "default" for k in _SCHEMA}
+    emb_opts: dict[str, Any] = {}
+    used_path: Path | None = None
+    if path.is_file():
+        used_path = path
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+        for top, val in data.items():
+            if isinstance(val, dict):
+                for sub, v in val.items():
+                    key = f"{top}.{sub}"
+                    line = _line_of(text, key)
+                    where = f"{path}:{line}" if line else str(path)
+                    if top == "embedder" and sub != "name":
+                        if not isinstance(v, _EMBEDDER_OPTION_TYPES):
+                            raise ConfigError(f"{where}: `{key}` must be a scalar")
+                        emb_opts[sub] = v
+                        continue
+                    if key not in _SCHEMA:
+                        raise ConfigError(f"{where}: unknown setting `{key}`")
+                    values[key] = _coerce(key, v, where)
+                    origins[key] = f"file {path}"
+            else:
+                line = _line_of(text, top)
+                where = f"{path}:{line}" if line else str(path)
+                if top not in _SCHEMA:
+                    raise ConfigError(f"{where}: unknown setting `{top}`")
+                values[top] = _coerce(top, val, where)
+                origins[top] = f"file {path}"
+    for var, key in _ENV.items():
+        if var in env and env[var] != "":
+            values[key] = _parse_env(key, env[var])
+            origins[key] = f"env {var}"
+    for key, val in (overrides or {}).items():
+        if val is None:
+            continue
+        if key.startswith("embedder.") and key != "embedder.name":
+            emb_opts[key.split(".", 1)[1]] = val
+            continue
+        if key not in _SCHEMA:
+            raise ConfigError(f"unknown setting `{key}`")
+        values[key] = val
+        origins[key] = "flag"
+    return Settings(values=values, origins=origins, embedder_options=emb_opts,
+                    config_path=used_path)

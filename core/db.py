@@ -1,0 +1,393 @@
+"""Connection factory, pragmas, schema and forward migrations.
+
+memlens keeps everything in one SQLite file opened through APSW, because the
+stdlib ``sqlite3`` of many Python builds cannot load extensions (sqlite-vec) and
+because APSW bundles a current SQLite (>= 3.51.3, which fixes a WAL corruption
+bug with several writers).
+
+Every thread must open its own connection with :func:`connect`. Connections run
+in WAL mode with a ``busy_timeout`` so several processes (TUI, watcher, CLI) can
+share one database: readers never block, writers queue.
+
+FTS5 tokenizer choice: ``porter unicode61 remove_diacritics 2``. ``unicode61``
+splits identifiers such as ``SQLITE_BUSY``, ``busy_timeout`` and ``foo.bar()``
+into their parts; the query builder (:mod:`memlens.core.search`) turns such an
+identifier back into a *phrase* (``"sqlite busy"``), which matches the identifier
+exactly where it occurs and also the same words written as prose. ``porter``
+lets English prose match across inflections (``migrations`` ~ ``migration``).
+A ``tokenchars '_'`` tokenizer would keep ``busy_timeout`` whole but then a
+search for ``timeout`` would miss it, which is worse for memory notes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import sqlite_vec
+
+from . import faults
+
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_MS = 15_000
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+class DatabaseError(Exception):
+    """A database problem a person can act on (message says what to do)."""
+
+
+class SchemaTooNew(DatabaseError):
+    """The database was written by a newer memlens."""
+
+
+_SCHEMA_V1 = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS memory_documents (
+    id INTEGER PRIMARY KEY,
+    source_kind TEXT NOT NULL DEFAULT 'claude-auto-memory',
+    repository TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    source_path TEXT,
+    source_root TEXT,
+    content TEXT,
+    content_hash TEXT,
+    source_hash TEXT,
+    source_mtime_ns INTEGER,
+    source_size INTEGER,
+    observed_at REAL NOT NULL,
+    front_matter TEXT NOT NULL DEFAULT '{{}}',
+    doc_type TEXT,
+    doc_name TEXT,
+    current_revision_id INTEGER,
+    active_revision_id INTEGER,
+    projection_status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (projection_status IN ('pending','processing','ready','failed','stale')),
+    projection_error TEXT,
+    projection_attempts INTEGER NOT NULL DEFAULT 0,
+    projection_owner TEXT,
+    projection_started_at REAL,
+    projection_updated_at REAL,
+    projection_next_attempt_at REAL,
+    tombstoned_at REAL,
+    UNIQUE (source_kind, repository, logical_path)
+);
+CREATE INDEX IF NOT EXISTS idx_documents_status
+    ON memory_documents(projection_status, projection_next_attempt_at);
+CREATE INDEX IF NOT EXISTS idx_documents_root ON memory_documents(source_root);
+CREATE INDEX IF NOT EXISTS idx_documents_hash
+    ON memory_documents(repository, content_hash);
+
+CREATE TABLE IF NOT EXISTS memory_revisions (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES memory_documents(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    change_kind TEXT NOT NULL
+        CHECK (change_kind IN ('create','update','rename','delete','rechunk')),
+    content_hash TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    previous_path TEXT,
+    snapshot TEXT,
+    summary TEXT,
+    diff TEXT,
+    diff_truncated INTEGER NOT NULL DEFAULT 0,
+    size_bytes INTEGER NOT NULL DEFAULT 0,
+    line_count INTEGER NOT NULL DEFAULT 0,
+    source_mtime_ns INTEGER,
+    observed_at REAL NOT NULL,
+    chunker_name TEXT,
+    chunker_version INTEGER,
+    chunker_config TEXT,
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    embedder TEXT,
+    embedder_status TEXT,
+    UNIQUE (document_id, seq)
+);
+CREATE INDEX IF NOT EXISTS idx_revisions_hash ON memory_revisions(content_hash);
+
+CREATE TABLE IF NOT EXISTS memory_chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    revision_id INTEGER NOT NULL REFERENCES memory_revisions(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    overlap_chars INTEGER NOT NULL DEFAULT 0,
+    text TEXT NOT NULL,
+    chunk_hash TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    UNIQUE (revision_id, ordinal)
+);
+
+CREATE TABLE IF NOT EXISTS knowledge_nodes (
+    -- AUTOINCREMENT: a node id is never reused, so a stale reference can't hit a new node
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id INTEGER NOT NULL REFERENCES memory_documents(id) ON DELETE CASCADE,
+    revision_id INTEGER NOT NULL REFERENCES memory_revisions(id),
+    ordinal INTEGER NOT NULL,
+    repository TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL,
+    doc_type TEXT,
+    vector_space TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_nodes_document ON knowledge_nodes(document_id);
+
+CREATE TABLE IF NOT EXISTS knowledge_node_memory_chunks (
+    node_id INTEGER NOT NULL REFERENCES knowledge_nodes(id) ON DELETE CASCADE,
+    chunk_id INTEGER NOT NULL REFERENCES memory_chunks(id),
+    PRIMARY KEY (node_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS idx_node_chunks_chunk ON knowledge_node_memory_chunks(chunk_id);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_nodes_fts USING fts5(
+    heading, text, logical_path,
+    content='knowledge_nodes', content_rowid='id',
+    tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_ai AFTER INSERT ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_ad AFTER DELETE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+END;
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_au AFTER UPDATE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+
+-- One row per embedding model ever used; each has its own vec0 table so the
+-- vectors of two models are never mixed.
+CREATE TABLE IF NOT EXISTS vector_spaces (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    dim INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    chunk_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (chunk_hash, fingerprint)
+) WITHOUT ROWID;
+"""
+
+# v2: the revision timeline is read newest first per document.
+_SCHEMA_V2 = """
+CREATE INDEX IF NOT EXISTS idx_revisions_document ON memory_revisions(document_id, seq);
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2]
+
+_vec_path: str | None = None
+_vec_lock = threading.Lock()
+
+
+def _sqlite_vec_path() -> str:
+    global _vec_path
+    with _vec_lock:
+        if _vec_path is None:
+            _vec_path = sqlite_vec.loadable_path()
+        return _vec_path
+
+
+def connect(
+    path: str | os.PathLike[str],
+    *,
+    readonly: bool = False,
+    migrate: bool = True,
+) -> apsw.Connection:
+    """Open a memlens database with sqlite-vec loaded and the pragmas set.
+
+    Args:
+        path: Database file; its parent folder is created if needed.
+        readonly: Open read-only (the file must exist).
+        migrate: Apply forward migrations (in one transaction) if the schema is old.
+
+    Returns:
+        An APSW connection for use by the calling thread only.
+
+    Raises:
+        SchemaTooNew: The file was written by a newer memlens.
+        DatabaseError: The file is not a usable SQLite database.
+    """
+    p = Path(path)
+    if not readonly:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else (
+        apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
+    flags |= apsw.SQLITE_OPEN_URI
+    try:
+        conn = apsw.Connection(str(p), flags=flags, vfs=faults.vfs_name())
+    except apsw.CantOpenError as exc:
+        raise DatabaseError(f"cannot open database {p}: {exc}") from exc
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(_sqlite_vec_path())
+        conn.enable_load_extension(False)
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA temp_store=MEMORY")
+    except apsw.NotADBError as exc:
+        conn.close()
+        raise DatabaseError(f"{p} is not a SQLite database ({exc}); pass another --db") from exc
+    if migrate and not readonly:
+        migrate_schema(conn, p)
+    else:
+        check_version(conn, p)
+    return conn
+
+
+def user_version(conn: apsw.Connection) -> int:
+    """Return ``PRAGMA user_version``."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def check_version(conn: apsw.Connection, path: Path) -> int:
+    """Refuse a database written by a newer memlens."""
+    v = user_version(conn)
+    if v > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path} has schema version {v}, but this memlens understands up to "
+            f"{SCHEMA_VERSION}; upgrade memlens or use another --db"
+        )
+    return v
+
+
+def migrate_schema(conn: apsw.Connection, path: Path) -> int:
+    """Apply pending forward migrations in one immediate transaction."""
+    v = check_version(conn, path)
+    if v == SCHEMA_VERSION:
+        return v
+    with write_txn(conn):
+        v = check_version(conn, path)  # another process may have migrated meanwhile
+        for target in range(v + 1, SCHEMA_VERSION + 1):
+            conn.execute(MIGRATIONS[target - 1])
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return SCHEMA_VERSION
+
+
+@contextlib.contextmanager
+def write_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Run a block in one ``BEGIN IMMEDIATE`` transaction.
+
+    Taking the write lock up front avoids the deadlock of two deferred readers
+    upgrading at once (which surfaces as SQLITE_BUSY despite busy_timeout).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if not conn.in_transaction:
+            raise
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def read_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Run a block of reads against one consistent snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def rows(conn: apsw.Connection, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    """Execute a query and return rows as dicts keyed by column name."""
+    cur = conn.execute(sql, params)
+    out: list[dict[str, Any]] = []
+    try:
+        desc = cur.getdescription()
+    except apsw.ExecutionCompleteError:
+        return out
+    names = [d[0] for d in desc]
+    out.extend(dict(zip(names, r, strict=True)) for r in cur)
+    return out
+
+
+def row(conn: apsw.Connection, sql: str, params: Any = ()) -> dict[str, Any] | None:
+    """Execute a query and return the first row as a dict, or None."""
+    res = rows(conn, sql, params)
+    return res[0] if res else None
+
+
+def scalar(conn: apsw.Connection, sql: str, params: Any = ()) -> Any:
+    """Return the first column of the first row, or None."""
+    r = conn.execute(sql, params).fetchone()
+    return r[0] if r else None
+
+
+def vec_table_name(space: str) -> str:
+    """Name of the vec0 table of a vector space."""
+    return f"vec_nodes_{space}"
+
+
+def ensure_vector_space(
+    conn: apsw.Connection,
+    fingerprint: str,
+    dim: int,
+    metric: str,
+    now: Callable[[], float],
+) -> str:
+    """Return the vector-space name for an embedder, creating its vec0 table once."""
+    import hashlib
+
+    existing = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (fingerprint,))
+    if existing:
+        return str(existing)
+    name = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
+    if metric not in ("cosine", "l2", "L1"):
+        raise DatabaseError(f"unsupported vector metric {metric!r}")
+    with write_txn(conn):
+        existing = scalar(
+            conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (fingerprint,)
+        )
+        if existing:
+            return str(existing)
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {vec_table_name(name)} USING vec0("
+            f"node_id INTEGER PRIMARY KEY, embedding float[{int(dim)}] "
+            f"distance_metric={metric}, repository TEXT, doc_type TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO vector_spaces(name, fingerprint, dim, metric, created_at) "
+            "VALUES (?,?,?,?,?)",
+            (name, fingerprint, int(dim), metric, now()),
+        )
+    return name
+
+
+def vector_spaces(conn: apsw.Connection) -> list[dict[str, Any]]:
+    """All vector spaces known to the database."""
+    return rows(conn, "SELECT name, fingerprint, dim, metric FROM vector_spaces ORDER BY name")

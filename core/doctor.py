@@ -1,0 +1,130 @@
+"""Consistency checks for a memlens database (``memlens doctor``).
+
+Each check names the problem it finds. FTS5 is checked with
+``integrity-check`` *and rank 1*: the plain form does not compare an
+external-content index against its content table, so it misses drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import apsw
+
+from .db import rows, scalar, vec_table_name, vector_spaces
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the database."""
+
+    check: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        """JSON shape: ``{"check","message"}``."""
+        return asdict(self)
+
+
+def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
+    """Run every check; returns (names of checks run, problems found)."""
+    checks: list[str] = []
+    problems: list[Problem] = []
+
+    def check(name: str) -> None:
+        checks.append(name)
+
+    check("sqlite_integrity")
+    res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    if res != ["ok"]:
+        problems.extend(Problem("sqlite_integrity", str(m)) for m in res[:20])
+
+    check("fts_integrity")
+    try:
+        conn.execute("SAVEPOINT doctor_fts")
+        try:
+            conn.execute(
+                "INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rank) VALUES('integrity-check', 1)"
+            )
+        finally:
+            conn.execute("ROLLBACK TO doctor_fts")
+            conn.execute("RELEASE doctor_fts")
+    except apsw.Error as exc:
+        problems.append(Problem("fts_integrity", f"FTS index does not match node rows: {exc}"))
+
+    check("vectors")
+    for sp in vector_spaces(conn):
+        t = vec_table_name(sp["name"])
+        n_vec = int(scalar(conn, f"SELECT COUNT(*) FROM {t}") or 0)
+        n_nodes = int(scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space=?",
+                             (sp["name"],)) or 0)
+        orphan_vecs = int(scalar(
+            conn, f"SELECT COUNT(*) FROM {t} WHERE node_id NOT IN (SELECT id FROM knowledge_nodes)"
+        ) or 0)
+        missing = int(scalar(
+            conn, f"SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space=? AND id NOT IN"
+            f" (SELECT node_id FROM {t})", (sp["name"],)) or 0)
+        if orphan_vecs:
+            problems.append(Problem("vectors", f"{orphan_vecs} orphan vector rows in space "
+                                    f"{sp['name']} ({sp['fingerprint']})"))
+        if missing:
+            problems.append(Problem("vectors", f"{missing} nodes without a vector in space "
+                                    f"{sp['name']}"))
+        if n_vec != n_nodes and not orphan_vecs and not missing:
+            problems.append(Problem("vectors", f"space {sp['name']}: {n_vec} vectors vs "
+                                    f"{n_nodes} nodes"))
+    unknown = int(scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space IS NOT NULL"
+                         " AND vector_space NOT IN (SELECT name FROM vector_spaces)") or 0)
+    if unknown:
+        problems.append(Problem("vectors", f"{unknown} nodes point at an unknown vector space"))
+
+    check("junction")
+    orphan_j = int(scalar(
+        conn, "SELECT COUNT(*) FROM knowledge_node_memory_chunks WHERE node_id NOT IN"
+        " (SELECT id FROM knowledge_nodes) OR chunk_id NOT IN (SELECT id FROM memory_chunks)") or 0)
+    if orphan_j:
+        problems.append(Problem("junction", f"{orphan_j} orphan junction rows"))
+    unlinked = int(scalar(
+        conn, "SELECT COUNT(*) FROM knowledge_nodes WHERE id NOT IN"
+        " (SELECT node_id FROM knowledge_node_memory_chunks)") or 0)
+    if unlinked:
+        problems.append(Problem("junction", f"{unlinked} nodes not linked to any chunk"))
+
+    check("documents")
+    for r in rows(conn, "SELECT d.id, d.repository, d.logical_path FROM memory_documents d"
+                  " LEFT JOIN memory_revisions r ON r.id=d.current_revision_id"
+                  " WHERE d.current_revision_id IS NULL OR r.document_id IS NOT d.id"):
+        problems.append(Problem("documents", f"{r['repository']}/{r['logical_path']}: current "
+                                "revision missing or belongs to another document"))
+    for r in rows(conn, "SELECT d.id, d.repository, d.logical_path FROM memory_documents d"
+                  " LEFT JOIN memory_revisions r ON r.id=d.active_revision_id"
+                  " WHERE d.active_revision_id IS NOT NULL AND r.document_id IS NOT d.id"):
+        problems.append(Problem("documents", f"{r['repository']}/{r['logical_path']}: active "
+                                "revision belongs to another document"))
+
+    check("projection")
+    for r in rows(
+        conn,
+        "SELECT d.repository, d.logical_path, d.active_revision_id,"
+        " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.active_revision_id) AS nchunks,"
+        " (SELECT COUNT(*) FROM knowledge_nodes k WHERE k.document_id=d.id) AS nnodes,"
+        " (SELECT COUNT(*) FROM knowledge_nodes k WHERE k.document_id=d.id"
+        "   AND k.revision_id IS NOT d.active_revision_id) AS wrongrev"
+        " FROM memory_documents d WHERE d.tombstoned_at IS NULL",
+    ):
+        name = f"{r['repository']}/{r['logical_path']}"
+        if r["active_revision_id"] is None and r["nnodes"]:
+            problems.append(Problem("projection", f"{name}: nodes but no active revision"))
+        elif r["active_revision_id"] is not None and r["nchunks"] != r["nnodes"]:
+            problems.append(Problem("projection", f"{name}: {r['nnodes']} nodes for "
+                                    f"{r['nchunks']} chunks of the active revision"))
+        if r["wrongrev"]:
+            problems.append(Problem("projection", f"{name}: {r['wrongrev']} nodes of a "
+                                    "non-active revision are searchable"))
+    ghosts = rows(conn, "SELECT d.repository, d.logical_path FROM memory_documents d WHERE"
+                  " d.tombstoned_at IS NOT NULL AND EXISTS (SELECT 1 FROM knowledge_nodes k"
+                  " WHERE k.document_id=d.id)")
+    for g in ghosts:
+        problems.append(Problem("projection", f"{g['repository']}/{g['logical_path']}: deleted "
+                                "but still searchable"))
+    return checks, problems

@@ -1,0 +1,275 @@
+"""The ingest pipeline: scan -> read -> redact -> hash -> chunk -> durable write.
+
+Each file is written in its own transaction, so one bad file never blocks or
+undoes another, and nothing already stored is lost when a file cannot be read.
+Projection is a separate step (:mod:`memlens.core.projection`).
+
+Change detection per memory root:
+
+* stat fast path: a live document whose stored (mtime_ns, size) and source path
+  match is ``unchanged`` without reading the file;
+* same redacted content hash: ``unchanged`` (stat fields refreshed);
+* vanished paths (file gone from disk) are matched against new paths by content
+  hash: exactly one vanished path and exactly one new path with the same hash in
+  the same repository is a ``rename``; anything else is delete + create;
+* a path that was tombstoned and appears again is revived by a ``create`` revision.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from .chunking import ChunkerConfig, chunk_markdown
+from .installkey import keyed_hash
+from .redact import redact
+from .sources import (
+    DEFAULT_MAX_FILE_BYTES,
+    MemoryRoot,
+    SourceError,
+    SourceFile,
+    decode_markdown,
+    read_file,
+    scan_root,
+    stat_file,
+)
+from .store import (
+    PreparedFile,
+    content_hash,
+    find_document,
+    live_documents_under,
+    write_create,
+    write_delete,
+    write_rename,
+    write_update,
+)
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One change applied by ingest (for progress lines and the watcher)."""
+
+    kind: str  # create | update | rename | delete | unchanged | failed
+    repository: str
+    path: str
+    document_id: int | None = None
+    previous_path: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """What an ingest run did; ``as_json`` is the stable ``--json`` shape."""
+
+    changes: list[FileChange] = field(default_factory=list)
+
+    def _n(self, kind: str) -> int:
+        return sum(1 for c in self.changes if c.kind == kind)
+
+    @property
+    def failed(self) -> list[FileChange]:
+        """Per-file failures."""
+        return [c for c in self.changes if c.kind == "failed"]
+
+    def counts(self) -> dict[str, int]:
+        """Counts per change kind."""
+        return {k: self._n(k) for k in ("created", "updated", "renamed", "deleted", "unchanged")}
+
+    def as_json(self) -> dict[str, object]:
+        """``{"created","updated","renamed","deleted","unchanged","failed":[{"path","error"}]}``."""
+        return {
+            "created": self._n("create"),
+            "updated": self._n("update"),
+            "renamed": self._n("rename"),
+            "deleted": self._n("delete"),
+            "unchanged": self._n("unchanged"),
+            "failed": [
+                {"repository": c.repository, "path": c.path, "error": c.error}
+                for c in self.failed
+            ],
+        }
+
+
+def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
+                 max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> PreparedFile:
+    """Read, decode, redact, hash and chunk one file (no database access).
+
+    Raises:
+        SourceError: the file cannot be used; the message says why.
+    """
+    data, st = read_file(sf.abs_path, max_bytes)
+    text = decode_markdown(data)
+    red = redact(text).text
+    try:
+        result = chunk_markdown(red, config, path=sf.logical_path)
+    except RecursionError:
+        raise SourceError("Markdown is nested too deeply to parse") from None
+    return PreparedFile(
+        repository=sf.root.repository,
+        logical_path=sf.logical_path,
+        source_path=str(sf.abs_path),
+        source_root=str(sf.root.path),
+        text=red,
+        content_hash=content_hash(red),
+        # keyed: a database alone cannot confirm a guessed secret offline
+        source_hash=keyed_hash(data, key),
+        mtime_ns=st.mtime_ns,
+        size=st.size,
+        chunks=result.chunks,
+        front_matter=dict(result.front_matter),
+        chunker=config,
+    )
+
+
+def _vanished(doc: dict[str, object]) -> bool:
+    sp = doc.get("source_path")
+    if not isinstance(sp, str) or not sp:
+        return True
+    try:
+        os.lstat(sp)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def ingest_root(
+    conn: apsw.Connection,
+    root: MemoryRoot,
+    config: ChunkerConfig,
+    key: bytes,
+    now: Clock,
+    *,
+    only_paths: Iterable[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    on_change: Callable[[FileChange], None] | None = None,
+) -> IngestReport:
+    """Ingest one memory root (or only some logical paths of it).
+
+    Args:
+        conn: Database connection.
+        root: The memory folder and its repository.
+        config: Chunker configuration for new revisions.
+        key: Per-install key for the keyed source hash.
+        now: Clock.
+        only_paths: Limit the work to these logical paths (watcher batches); a
+            listed path that no longer exists is treated as vanished.
+        max_bytes: Files larger than this are refused with a per-file error.
+        on_change: Called after each applied change.
+    """
+    report = IngestReport()
+
+    def emit(ch: FileChange) -> None:
+        report.changes.append(ch)
+        if on_change:
+            on_change(ch)
+
+    try:
+        files, scan_errors = scan_root(root)
+    except SourceError as exc:
+        emit(FileChange("failed", root.repository, ".", error=str(exc)))
+        return report
+    wanted = set(only_paths) if only_paths is not None else None
+    if wanted is not None:
+        files = [f for f in files if f.logical_path in wanted]
+        scan_errors = [e for e in scan_errors if e[0] in wanted]
+    seen: set[str] = {f.logical_path for f in files}
+    errored: set[str] = set()
+    for rel, err in scan_errors:
+        errored.add(rel)
+        emit(FileChange("failed", root.repository, rel, error=err))
+
+    live = {d["logical_path"]: d for d in live_documents_under(conn, str(root.path))}
+    # Also documents of this repository stored under another root path (moved folder).
+    prepared: list[PreparedFile] = []
+    for sf in files:
+        doc = live.get(sf.logical_path)
+        try:
+            if doc is not None and doc["source_path"] == str(sf.abs_path):
+                st = stat_file(sf.abs_path)
+                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
+                    emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
+                    continue
+            prepared.append(prepare_file(sf, config, key, max_bytes))
+        except SourceError as exc:
+            errored.add(sf.logical_path)
+            emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
+
+    vanished = [
+        d for p, d in live.items()
+        if p not in seen and p not in errored and (wanted is None or p in wanted) and _vanished(d)
+    ]
+    # Rename inference: unique hash on both sides, same repository, new path not occupied.
+    by_hash_gone: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for d in vanished:
+        by_hash_gone[str(d["content_hash"])].append(d)
+    new_files = [pf for pf in prepared if find_document(conn, pf.repository, pf.logical_path)
+                 is None]
+    by_hash_new: dict[str, list[PreparedFile]] = defaultdict(list)
+    for pf in new_files:
+        by_hash_new[pf.content_hash].append(pf)
+    renames: dict[str, int] = {}  # new logical path -> doc id
+    for h, gone in by_hash_gone.items():
+        news = by_hash_new.get(h, [])
+        if len(gone) == 1 and len(news) == 1:
+            renames[news[0].logical_path] = int(str(gone[0]["id"]))
+    renamed_ids = set(renames.values())
+
+    for pf in prepared:
+        try:
+            if pf.logical_path in renames:
+                doc_id = renames[pf.logical_path]
+                old = next(str(d["logical_path"]) for d in vanished if d["id"] == doc_id)
+                write_rename(conn, doc_id, pf, now())
+                emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
+                continue
+            existing = find_document(conn, pf.repository, pf.logical_path)
+            if existing is None or existing["tombstoned_at"] is not None:
+                doc_id = write_create(conn, pf, now())
+                emit(FileChange("create", pf.repository, pf.logical_path, doc_id))
+            else:
+                kind = write_update(conn, int(existing["id"]), pf, now())
+                emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
+                                pf.logical_path, int(existing["id"])))
+        except apsw.Error as exc:
+            emit(FileChange("failed", pf.repository, pf.logical_path,
+                            error=f"database error: {exc}"))
+    for d in vanished:
+        if d["id"] in renamed_ids:
+            continue
+        write_delete(conn, int(str(d["id"])), now())
+        emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
+    return report
+
+
+def ingest_roots(conn: apsw.Connection, roots: Sequence[MemoryRoot], config: ChunkerConfig,
+                 key: bytes, now: Clock, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 on_change: Callable[[FileChange], None] | None = None) -> IngestReport:
+    """Ingest several memory roots; one report for all."""
+    total = IngestReport()
+    for root in roots:
+        total.changes.extend(
+            ingest_root(conn, root, config, key, now, max_bytes=max_bytes,
+                        on_change=on_change).changes)
+    return total
+
+
+def max_file_bytes() -> int:
+    """The per-file size limit (``MEMLENS_MAX_FILE_BYTES`` overrides the default)."""
+    raw = os.environ.get("MEMLENS_MAX_FILE_BYTES")
+    try:
+        return int(raw) if raw else DEFAULT_MAX_FILE_BYTES
+    except ValueError:
+        return DEFAULT_MAX_FILE_BYTES
+
+
+__all__ = ["FileChange", "IngestReport", "ingest_root", "ingest_roots", "prepare_file",
+           "max_file_bytes", "Path"]

@@ -1,0 +1,299 @@
+"""The search projection: knowledge nodes, FTS rows and vectors, swapped atomically.
+
+For each document whose current revision is not yet its active projection:
+
+1. *claim* it (status ``processing``, owner = this process) in a short write;
+2. *embed* its chunks outside any write transaction, reusing cached vectors
+   keyed by (chunk hash, embedder fingerprint);
+3. *swap* in ONE transaction: delete the old nodes (their FTS rows go through
+   triggers, their vectors and junction rows explicitly), insert the new nodes,
+   vectors and junction rows, set ``active_revision_id`` and status ``ready``.
+
+If anything fails, the transaction rolls back and the previous projection stays
+active and searchable: the status becomes ``stale`` (an older projection is still
+served) or ``failed`` (nothing was active), with the error text, the attempt
+count and the next attempt time (exponential back-off). A projection built for a
+revision that is no longer current is discarded.
+
+Status meanings: ``pending`` (queued; an older projection, if any, is still
+served), ``processing``, ``ready``, ``failed``, ``stale``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+import numpy as np
+
+from . import faults
+from .db import ensure_vector_space, rows, scalar, vec_table_name, write_txn
+from .embedding import Embedder
+from .store import delete_nodes, get_document, prune_unused_chunks
+
+Clock = Callable[[], float]
+
+
+def process_owner() -> str:
+    """An owner tag for claims: host and pid, so a dead claimer can be detected."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    if not owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # cannot tell; treat as alive
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def backoff_seconds(attempts: int, base: float = 5.0, cap: float = 3600.0) -> float:
+    """Delay before the next attempt after ``attempts`` failures (exponential, capped)."""
+    return float(min(cap, base * (2 ** max(0, attempts - 1))))
+
+
+@dataclass
+class ProjectionOutcome:
+    """What happened to one document's projection."""
+
+    document_id: int
+    revision_id: int
+    result: str  # ready | failed | stale | discarded
+    error: str | None = None
+    nodes: int = 0
+    embedded: int = 0
+    cached: int = 0
+
+
+@dataclass
+class ProjectionReport:
+    """Totals of one projection run."""
+
+    outcomes: list[ProjectionOutcome] = field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        """Number of outcomes with the given result."""
+        return sum(1 for o in self.outcomes if o.result == result)
+
+
+def pending_count(conn: apsw.Connection) -> dict[str, int]:
+    """Counts of live documents per projection status."""
+    out = {"pending": 0, "processing": 0, "ready": 0, "failed": 0, "stale": 0}
+    for r in rows(conn, "SELECT projection_status s, COUNT(*) n FROM memory_documents"
+                  " WHERE tombstoned_at IS NULL GROUP BY projection_status"):
+        out[r["s"]] = int(r["n"])
+    return out
+
+
+def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
+          document_ids: Sequence[int] | None = None, force: bool = False) -> list[tuple[int, int]]:
+    """Claim documents that need projecting; returns (document_id, revision_id) pairs.
+
+    Claims pending documents, failed/stale ones whose back-off has expired (or all
+    of them with ``force``), and ``processing`` ones whose owner process is dead.
+    """
+    with write_txn(conn):
+        cand = rows(
+            conn,
+            "SELECT id, current_revision_id, projection_status, projection_owner,"
+            " projection_next_attempt_at FROM memory_documents"
+            " WHERE tombstoned_at IS NULL AND current_revision_id IS NOT NULL AND ("
+            "  projection_status='pending' OR projection_status='processing'"
+            "  OR (projection_status IN ('failed','stale')"
+            "      AND (? OR projection_next_attempt_at IS NULL OR projection_next_attempt_at<=?))"
+            "  OR (projection_status='ready' AND active_revision_id IS NOT current_revision_id))"
+            " ORDER BY id",
+            (1 if force else 0, now),
+        )
+        wanted = set(document_ids) if document_ids is not None else None
+        out: list[tuple[int, int]] = []
+        for r in cand:
+            if wanted is not None and r["id"] not in wanted:
+                continue
+            if r["projection_status"] == "processing" and _owner_alive(r["projection_owner"]) \
+                    and r["projection_owner"] != owner:
+                continue
+            out.append((int(r["id"]), int(r["current_revision_id"])))
+            if len(out) >= limit:
+                break
+        for doc_id, _ in out:
+            conn.execute(
+                "UPDATE memory_documents SET projection_status='processing', projection_owner=?,"
+                " projection_started_at=?, projection_updated_at=? WHERE id=?",
+                (owner, now, now, doc_id))
+        faults.checkpoint("projection.claim")
+    return out
+
+
+def node_text(heading_path: Sequence[str], text: str) -> str:
+    """The searchable text of a node: heading path, blank line, chunk text."""
+    head = " > ".join(h for h in heading_path if h)
+    return f"{head}\n\n{text}" if head else text
+
+
+def _embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder: Embedder,
+                  fingerprint: str) -> tuple[np.ndarray, list[tuple[str, bytes]], int]:
+    """Vectors for chunks, from cache where possible; returns (vectors, new cache rows, cached)."""
+    n = len(chunks)
+    vecs = np.zeros((n, embedder.dim), dtype=np.float32)
+    missing: list[int] = []
+    cached = 0
+    for i, c in enumerate(chunks):
+        blob = scalar(conn, "SELECT vector FROM embedding_cache WHERE chunk_hash=? AND fingerprint=?",
+                      (c["embed_key"], fingerprint))
+        if blob is not None and len(blob) == 4 * embedder.dim:
+            vecs[i] = np.frombuffer(blob, dtype=np.float32)
+            cached += 1
+        else:
+            missing.append(i)
+    new_rows: list[tuple[str, bytes]] = []
+    if missing:
+        out = embedder.embed_documents([chunks[i]["node_text"] for i in missing])
+        arr = np.asarray(out, dtype=np.float32)
+        if arr.shape != (len(missing), embedder.dim):
+            raise ValueError(
+                f"embedder {embedder.name} returned shape {arr.shape}, expected "
+                f"({len(missing)}, {embedder.dim})")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"embedder {embedder.name} returned non-finite values")
+        for j, i in enumerate(missing):
+            vecs[i] = arr[j]
+            new_rows.append((chunks[i]["embed_key"], arr[j].tobytes()))
+    return vecs, new_rows, cached
+
+
+def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embedder,
+                now: Clock, owner: str, retry_base: float = 5.0,
+                retry_cap: float = 3600.0) -> ProjectionOutcome:
+    """Project one claimed document; never raises for embedder or write errors."""
+    fingerprint = embedder.fingerprint()
+    try:
+        doc = get_document(conn, doc_id)
+        if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
+            return ProjectionOutcome(doc_id, rev_id, "discarded")
+        chunks = rows(conn, "SELECT id, ordinal, heading_path, text, chunk_hash FROM memory_chunks"
+                      " WHERE revision_id=? ORDER BY ordinal", (rev_id,))
+        for c in chunks:
+            hp = json.loads(c["heading_path"])
+            c["heading"] = " > ".join(h for h in hp if h)
+            c["node_text"] = node_text(hp, c["text"])
+            # The cache key covers what is embedded (heading path + text), not just the text.
+            c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()
+        space = ensure_vector_space(conn, fingerprint, embedder.dim, embedder.metric, now) \
+            if chunks else None
+        faults.checkpoint("projection.embed")
+        vecs, cache_rows, cached = _embed_chunks(conn, chunks, embedder, fingerprint)
+        with write_txn(conn):
+            doc = get_document(conn, doc_id)
+            if doc is None or doc["tombstoned_at"] is not None \
+                    or doc["current_revision_id"] != rev_id:
+                return ProjectionOutcome(doc_id, rev_id, "discarded")
+            delete_nodes(conn, doc_id)
+            t = now()
+            for c, v in zip(chunks, vecs, strict=True):
+                conn.execute(
+                    "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
+                    " logical_path, heading, text, doc_type, vector_space, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (doc_id, rev_id, c["ordinal"], doc["repository"], doc["logical_path"],
+                     c["heading"], c["node_text"], doc["doc_type"], space, t))
+                node_id = conn.last_insert_rowid()
+                faults.checkpoint("projection.node")
+                conn.execute(
+                    f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
+                    " doc_type) VALUES (?,?,?,?)",
+                    (node_id, v.tobytes(), doc["repository"], doc["doc_type"] or ""))
+                faults.checkpoint("projection.vector")
+                conn.execute("INSERT INTO knowledge_node_memory_chunks(node_id, chunk_id)"
+                             " VALUES (?,?)", (node_id, c["id"]))
+                faults.checkpoint("projection.junction")
+            conn.executemany(
+                "INSERT OR IGNORE INTO embedding_cache(chunk_hash, fingerprint, vector, created_at)"
+                " VALUES (?,?,?,?)", [(k, fingerprint, b, t) for k, b in cache_rows])
+            conn.execute(
+                "UPDATE memory_documents SET active_revision_id=?, projection_status='ready',"
+                " projection_error=NULL, projection_attempts=0, projection_owner=NULL,"
+                " projection_next_attempt_at=NULL, projection_updated_at=? WHERE id=?",
+                (rev_id, t, doc_id))
+            conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='ready'"
+                         " WHERE id=?", (fingerprint, rev_id))
+            prune_unused_chunks(conn, doc_id)
+            faults.checkpoint("projection.swap")
+        return ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
+                                 embedded=len(cache_rows), cached=cached)
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded, none escapes
+        msg = _describe(exc)
+        return _record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
+                               fingerprint)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {text}"[:2000]
+
+
+def _record_failure(conn: apsw.Connection, doc_id: int, rev_id: int, msg: str, now: Clock,
+                    base: float, cap: float, fingerprint: str) -> ProjectionOutcome:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except apsw.Error:
+            pass
+    try:
+        with write_txn(conn):
+            doc = get_document(conn, doc_id)
+            if doc is None:
+                return ProjectionOutcome(doc_id, rev_id, "discarded", error=msg)
+            attempts = int(doc["projection_attempts"] or 0) + 1
+            status = "stale" if doc["active_revision_id"] is not None else "failed"
+            t = now()
+            conn.execute(
+                "UPDATE memory_documents SET projection_status=?, projection_error=?,"
+                " projection_attempts=?, projection_owner=NULL, projection_updated_at=?,"
+                " projection_next_attempt_at=? WHERE id=? AND current_revision_id=?",
+                (status, msg, attempts, t, t + backoff_seconds(attempts, base, cap), doc_id, rev_id))
+            conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='failed'"
+                         " WHERE id=?", (fingerprint, rev_id))
+    except apsw.Error as exc2:  # the database itself is failing; leave the claim to expire
+        return ProjectionOutcome(doc_id, rev_id, "failed", error=f"{msg}; {exc2}")
+    return ProjectionOutcome(doc_id, rev_id, status, error=msg)
+
+
+def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
+                    owner: str | None = None, document_ids: Sequence[int] | None = None,
+                    force: bool = False, retry_base: float = 5.0, retry_cap: float = 3600.0,
+                    on_progress: Callable[[ProjectionOutcome], None] | None = None,
+                    ) -> ProjectionReport:
+    """Project every document that needs it (see :func:`claim`)."""
+    owner = owner or process_owner()
+    report = ProjectionReport()
+    for doc_id, rev_id in claim(conn, now(), owner, document_ids=document_ids, force=force):
+        o = project_one(conn, doc_id, rev_id, embedder, now, owner, retry_base, retry_cap)
+        report.outcomes.append(o)
+        if on_progress:
+            on_progress(o)
+    return report
+
+
+def tombstoned_cleanup(conn: apsw.Connection) -> int:
+    """Remove nodes left behind by tombstoned documents (should be none)."""
+    n = 0
+    for r in rows(conn, "SELECT DISTINCT d.id FROM memory_documents d JOIN knowledge_nodes k"
+                  " ON k.document_id=d.id WHERE d.tombstoned_at IS NOT NULL"):
+        with write_txn(conn):
+            n += delete_nodes(conn, int(r["id"]))
+            prune_unused_chunks(conn, int(r["id"]))
+    return n

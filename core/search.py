@@ -1,0 +1,365 @@
+"""Search over active projections: lexical (FTS5 bm25), vector (sqlite-vec KNN),
+hybrid (reciprocal rank fusion) and a fuzzy "go to document" filter (rapidfuzz).
+
+Only knowledge nodes are searched, and nodes exist only for the active projected
+revision of live documents, so history and pending revisions never show up.
+
+Query handling never raises on user input: the text is split into terms, each
+term is quoted (so ``AND``/``OR``/``NEAR``/``*``/``"`` are plain words), code
+identifiers (``SQLITE_BUSY``, ``foo.bar()``, ``path/to/file.md``) become phrases,
+stop words are dropped, and the last term matches as a prefix while the user is
+still typing.
+
+Hybrid fusion: reciprocal rank fusion ``sum(w / (K + rank))`` over the lexical
+and vector lists with ``K = 60`` (the usual constant), weights
+``LEXICAL_WEIGHT``/``VECTOR_WEIGHT``. Diversification: at most
+``per_document`` hits (default 2) from one document; further hits of the same
+document are dropped so one long file cannot flood the list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import apsw
+import numpy as np
+
+from .db import rows, scalar, vec_table_name
+from .embedding import Embedder
+
+MODES = ("lexical", "vector", "hybrid")
+VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
+RRF_K = 60.0
+LEXICAL_WEIGHT = 1.0
+VECTOR_WEIGHT = 1.0
+CANDIDATES = 50
+
+STOP_WORDS = frozenset(
+    """a an and are as at be by do does did for from has have how i if in into is it its
+    me my of on or our so that the their them then there these this to was we were what
+    when where which who why will with you your""".split()
+)
+
+_TERM_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>!?]+")
+_PART_RE = re.compile(r"[^\W_]+", re.UNICODE)
+HL_START = "\x02"
+HL_END = "\x03"
+
+
+class SearchError(Exception):
+    """A search request that cannot be served (bad mode, no embedder...)."""
+
+
+@dataclass
+class SearchHit:
+    """One result; ``as_json`` gives the stable JSON shape."""
+
+    repository: str
+    path: str
+    heading_path: list[str]
+    ordinal: int
+    start_char: int
+    end_char: int
+    score: float
+    snippet: str
+    highlights: list[tuple[int, int]] = field(default_factory=list)
+    ranks: dict[str, int | None] = field(default_factory=dict)
+    document_id: int = 0
+    node_id: int = 0
+    chunk_id: int | None = None
+    doc_type: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The hit as a JSON-ready dict (no private paths)."""
+        d = asdict(self)
+        d["highlights"] = [list(h) for h in self.highlights]
+        return d
+
+
+@dataclass
+class SearchResult:
+    """Hits for a query in one mode."""
+
+    query: str
+    mode: str
+    hits: list[SearchHit]
+    fts_query: str | None = None
+    embedder: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"query","mode","hits":[...]}`` plus ``embedder`` and ``notes``."""
+        return {"query": self.query, "mode": self.mode, "embedder": self.embedder,
+                "notes": self.notes, "hits": [h.as_json() for h in self.hits]}
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
+    """Turn user text into a safe FTS5 MATCH expression (None when nothing is searchable).
+
+    Args:
+        text: What the user typed.
+        prefix: Let the last term match as a prefix (as-you-type search); only
+            applied when the text does not end in whitespace.
+    """
+    terms: list[list[str]] = []
+    for raw in _TERM_RE.findall(text):
+        parts = [p.lower() for p in _PART_RE.findall(raw)]
+        if parts:
+            terms.append(parts)
+    if not terms:
+        return None
+    content = [t for t in terms if len(t) > 1 or t[0] not in STOP_WORDS]
+    if not content:
+        content = terms
+    ends_open = prefix and bool(text) and not text[-1].isspace()
+    last_is_last = terms[-1] is content[-1]
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, parts in enumerate(content):
+        phrase = _quote(" ".join(parts))
+        if ends_open and last_is_last and i == len(content) - 1 and len(parts[-1]) >= 2:
+            phrase += "*"
+        if phrase not in seen:
+            seen.add(phrase)
+            out.append(phrase)
+    return " OR ".join(out)
+
+
+def _split_snippet(raw: str) -> tuple[str, list[tuple[int, int]]]:
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    start = -1
+    for ch in raw:
+        if ch == HL_START:
+            start = pos
+        elif ch == HL_END:
+            if start >= 0:
+                spans.append((start, pos))
+            start = -1
+        else:
+            out.append(ch)
+            pos += 1
+    return "".join(out), spans
+
+
+def _filters(repository: str | None, doc_type: str | None, alias: str = "n") -> tuple[str, list[Any]]:
+    sql = ""
+    params: list[Any] = []
+    if repository:
+        sql += f" AND {alias}.repository=?"
+        params.append(repository)
+    if doc_type:
+        sql += f" AND {alias}.doc_type=?"
+        params.append(doc_type)
+    return sql, params
+
+
+_NODE_COLS = (
+    "n.id AS node_id, n.document_id, n.ordinal, n.repository, n.logical_path, n.heading,"
+    " n.text, n.doc_type, c.id AS chunk_id, c.start_char, c.end_char, c.heading_path"
+)
+_NODE_JOIN = (
+    " JOIN knowledge_node_memory_chunks j ON j.node_id=n.id"
+    " JOIN memory_chunks c ON c.id=j.chunk_id"
+)
+
+
+def _hit(r: dict[str, Any], score: float, snippet: str, spans: list[tuple[int, int]]) -> SearchHit:
+    return SearchHit(
+        repository=r["repository"], path=r["logical_path"],
+        heading_path=list(json.loads(r["heading_path"])), ordinal=int(r["ordinal"]),
+        start_char=int(r["start_char"]), end_char=int(r["end_char"]), score=float(score),
+        snippet=snippet, highlights=spans, document_id=int(r["document_id"]),
+        node_id=int(r["node_id"]), chunk_id=int(r["chunk_id"]), doc_type=r["doc_type"])
+
+
+def _lead_snippet(text: str, n: int = 200) -> str:
+    body = text.split("\n\n", 1)[-1] if "\n\n" in text else text
+    s = " ".join(body.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str | None = None,
+            doc_type: str | None = None, prefix: bool = True) -> SearchResult:
+    """bm25-ranked full-text search with highlighted snippets."""
+    fts = build_fts_query(query, prefix=prefix)
+    res = SearchResult(query=query, mode="lexical", hits=[], fts_query=fts)
+    if fts is None or k <= 0:
+        return res
+    fsql, fparams = _filters(repository, doc_type)
+    sql = (
+        f"SELECT {_NODE_COLS}, bm25(knowledge_nodes_fts, 2.0, 1.0, 0.5) AS score,"
+        f" snippet(knowledge_nodes_fts, 1, '{HL_START}', '{HL_END}', '…', 24) AS snip"
+        " FROM knowledge_nodes_fts JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
+        f"{_NODE_JOIN} WHERE knowledge_nodes_fts MATCH ?{fsql}"
+        " ORDER BY score LIMIT ?"
+    )
+    try:
+        found = rows(conn, sql, [fts, *fparams, int(k)])
+    except apsw.SQLError as exc:  # defensive: our builder should never produce bad syntax
+        res.notes.append(f"query could not be parsed: {exc}")
+        return res
+    for r in found:
+        snip, spans = _split_snippet(r["snip"] or "")
+        if not snip.strip():
+            snip, spans = _lead_snippet(r["text"]), []
+        # bm25 is "lower is better" and negative; expose a positive score.
+        res.hits.append(_hit(r, -float(r["score"]), snip, spans))
+    for i, h in enumerate(res.hits, 1):
+        h.ranks = {"lexical": i, "vector": None}
+    return res
+
+
+def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:
+    """The vector space holding this embedder's vectors, if any were written."""
+    v = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (embedder.fingerprint(),))
+    return str(v) if v else None
+
+
+def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10,
+           repository: str | None = None, doc_type: str | None = None) -> SearchResult:
+    """sqlite-vec KNN over the nodes embedded with ``embedder`` (cosine distance)."""
+    res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
+    if not query.strip() or k <= 0:
+        return res
+    space = vector_space_for(conn, embedder)
+    if space is None:
+        res.notes.append("no vectors for this embedder yet; run `memlens project`")
+        return res
+    q = np.asarray(embedder.embed_query(query), dtype=np.float32)
+    if q.shape != (embedder.dim,) or not np.any(q):
+        return res
+    kk = max(1, min(int(k), VEC_K_MAX))
+    fsql = ""
+    params: list[Any] = [q.tobytes(), kk]
+    if repository:
+        fsql += " AND repository=?"
+        params.append(repository)
+    if doc_type:
+        fsql += " AND doc_type=?"
+        params.append(doc_type)
+    knn = rows(conn, f"SELECT node_id, distance FROM {vec_table_name(space)}"
+               f" WHERE embedding MATCH ? AND k=?{fsql} ORDER BY distance", params)
+    if not knn:
+        return res
+    ids = [int(r["node_id"]) for r in knn]
+    dist = {int(r["node_id"]): float(r["distance"]) for r in knn}
+    ph = ",".join("?" * len(ids))
+    meta = {int(r["node_id"]): r for r in rows(
+        conn, f"SELECT {_NODE_COLS} FROM knowledge_nodes n{_NODE_JOIN} WHERE n.id IN ({ph})", ids)}
+    for nid in ids:
+        r = meta.get(nid)
+        if r is None:  # vector without a node (should not happen; doctor reports it)
+            continue
+        res.hits.append(_hit(r, 1.0 - dist[nid], _lead_snippet(r["text"]), []))
+    for i, h in enumerate(res.hits, 1):
+        h.ranks = {"lexical": None, "vector": i}
+    return res
+
+
+def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
+    """Keep at most ``per_document`` hits of one document, preserving order."""
+    if per_document <= 0:
+        return list(hits)
+    seen: dict[int, int] = {}
+    out = []
+    for h in hits:
+        n = seen.get(h.document_id, 0)
+        if n < per_document:
+            out.append(h)
+            seen[h.document_id] = n + 1
+    return out
+
+
+def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: int = 10,
+           repository: str | None = None, doc_type: str | None = None,
+           per_document: int = 2, lexical_weight: float = LEXICAL_WEIGHT,
+           vector_weight: float = VECTOR_WEIGHT) -> SearchResult:
+    """Reciprocal rank fusion of lexical and vector results, diversified per document."""
+    n = max(CANDIDATES, k * 3)
+    lex = lexical(conn, query, k=n, repository=repository, doc_type=doc_type)
+    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=lex.fts_query)
+    vec_hits: list[SearchHit] = []
+    if embedder is not None:
+        v = vector(conn, query, embedder, k=n, repository=repository, doc_type=doc_type)
+        vec_hits = v.hits
+        res.embedder = v.embedder
+        res.notes.extend(v.notes)
+    fused: dict[int, SearchHit] = {}
+    scores: dict[int, float] = {}
+    for rank, h in enumerate(lex.hits, 1):
+        fused[h.node_id] = h
+        h.ranks = {"lexical": rank, "vector": None}
+        scores[h.node_id] = lexical_weight / (RRF_K + rank)
+    for rank, h in enumerate(vec_hits, 1):
+        if h.node_id in fused:
+            fused[h.node_id].ranks["vector"] = rank
+        else:
+            h.ranks = {"lexical": None, "vector": rank}
+            fused[h.node_id] = h
+        scores[h.node_id] = scores.get(h.node_id, 0.0) + vector_weight / (RRF_K + rank)
+    order = sorted(fused, key=lambda nid: (-scores[nid], nid))
+    ranked = []
+    for nid in order:
+        h = fused[nid]
+        h.score = round(scores[nid], 8)
+        ranked.append(h)
+    res.hits = diversify(ranked, per_document)[:k]
+    return res
+
+
+def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
+           embedder: Embedder | None = None, k: int = 10, repository: str | None = None,
+           doc_type: str | None = None, per_document: int = 2) -> SearchResult:
+    """Search active projections in the given mode (never raises on query text)."""
+    if mode not in MODES:
+        raise SearchError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    k = max(0, min(int(k), VEC_K_MAX))
+    if mode == "lexical":
+        res = lexical(conn, query, k=k * 4 if per_document else k, repository=repository,
+                      doc_type=doc_type)
+        res.hits = diversify(res.hits, per_document)[:k]
+        for i, h in enumerate(res.hits, 1):
+            h.ranks = {"lexical": i, "vector": None}
+        return res
+    if mode == "vector":
+        if embedder is None:
+            raise SearchError("vector search needs an embedder")
+        res = vector(conn, query, embedder, k=k * 4 if per_document else k,
+                     repository=repository, doc_type=doc_type)
+        res.hits = diversify(res.hits, per_document)[:k]
+        for i, h in enumerate(res.hits, 1):
+            h.ranks = {"lexical": None, "vector": i}
+        return res
+    return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
+                  per_document=per_document)
+
+
+def fuzzy_documents(docs: Sequence[dict[str, Any]], text: str, *, limit: int = 50,
+                    cutoff: float = 45.0) -> list[tuple[dict[str, Any], float]]:
+    """Rank documents by fuzzy match of repository, path, headings and front-matter name.
+
+    Each doc dict needs ``repository``, ``path`` and optionally ``name`` and
+    ``headings`` (list of str).
+    """
+    from rapidfuzz import fuzz, process, utils
+
+    if not text.strip():
+        return [(d, 100.0) for d in docs[:limit]]
+    choices = [
+        " ".join([d.get("repository", ""), d.get("path", ""), d.get("name") or "",
+                  " ".join(d.get("headings") or [])])
+        for d in docs
+    ]
+    found = process.extract(text, choices, scorer=fuzz.WRatio, processor=utils.default_process,
+                            limit=limit, score_cutoff=cutoff)
+    return [(docs[i], float(score)) for _, score, i in found]

@@ -1,0 +1,432 @@
+"""The one door into the core: every user action of the CLI and the TUI.
+
+``MemoryService`` owns settings, the embedder and a connection *per thread*
+(SQLite connections must not be shared across threads). Its methods return
+plain dataclasses and dicts, so the UI never sees SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from . import db as dbm
+from . import doctor as doctor_mod
+from . import projection as proj
+from . import search as search_mod
+from .chunking import Chunk, ChunkerConfig, chunk_markdown
+from .config import Settings, load_settings
+from .embedding import Embedder, EmbedderUnavailable, make_embedder
+from .indexfile import IndexWarning, check_index
+from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
+from .installkey import load_install_key
+from .sources import MemoryRoot, discover_default_roots, roots_for_path
+from .store import apply_retention, find_document, now_clock, write_rechunk
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class DocumentSummary:
+    """A row of the document list (no private paths)."""
+
+    id: int
+    repository: str
+    path: str
+    status: str  # pending | processing | ready | failed | stale | tombstoned
+    projection_status: str
+    tombstoned: bool
+    current_revision_id: int | None
+    active_revision_id: int | None
+    chunk_count: int
+    size: int
+    name: str | None
+    doc_type: str | None
+    error: str | None
+    headings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON shape of ``memlens docs --json`` entries."""
+        return {
+            "id": self.id, "repository": self.repository, "path": self.path,
+            "state": "tombstoned" if self.tombstoned else "live",
+            "status": self.status, "projection_status": self.projection_status,
+            "current_revision_id": self.current_revision_id,
+            "active_revision_id": self.active_revision_id, "chunks": self.chunk_count,
+            "size": self.size, "name": self.name, "type": self.doc_type, "error": self.error,
+        }
+
+
+@dataclass
+class IngestOutcome:
+    """Ingest + projection results."""
+
+    report: IngestReport
+    projection: proj.ProjectionReport | None
+    queue: dict[str, int]
+
+    def as_json(self) -> dict[str, Any]:
+        """The stable ``memlens ingest --json`` shape."""
+        out: dict[str, Any] = dict(self.report.as_json())
+        q = self.queue
+        out["projection"] = {"ready": q.get("ready", 0), "pending": q.get("pending", 0)
+                             + q.get("processing", 0), "failed": q.get("failed", 0),
+                             "stale": q.get("stale", 0)}
+        return out
+
+
+class MemoryService:
+    """Façade over the memlens core for one database."""
+
+    def __init__(self, settings: Settings | None = None, *, db_path: Path | None = None,
+                 clock: Clock | None = None, embedder: Embedder | None = None,
+                 install_key: bytes | None = None) -> None:
+        self.settings = settings or load_settings()
+        self.db_path = Path(db_path) if db_path else self.settings.db_path
+        self.clock: Clock = clock or now_clock
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._local = threading.local()
+        self._install_key = install_key
+        self._conns: list[apsw.Connection] = []
+        self._conns_lock = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------
+    def conn(self) -> apsw.Connection:
+        """This thread's connection (opened and migrated on first use)."""
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = dbm.connect(self.db_path)
+            self._local.conn = c
+            with self._conns_lock:
+                self._conns.append(c)
+        return c
+
+    def close(self) -> None:
+        """Close every connection this service opened."""
+        with self._conns_lock:
+            for c in self._conns:
+                try:
+                    c.close()
+                except apsw.Error:
+                    pass
+            self._conns.clear()
+        self._local = threading.local()
+
+    def chunker_config(self) -> ChunkerConfig:
+        """The configured chunker (validated)."""
+        cfg = ChunkerConfig.from_dict(self.settings.chunker_dict())
+        cfg.validate()
+        return cfg
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedder (``auto``: shipped static model, else hashing)."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                name = str(self.settings.get("embedder.name"))
+                opts = dict(self.settings.embedder_options)
+                if name == "auto":
+                    try:
+                        self._embedder = make_embedder("static", opts)
+                    except EmbedderUnavailable:
+                        self._embedder = make_embedder("hashing", {})
+                else:
+                    self._embedder = make_embedder(name, opts)
+            return self._embedder
+
+    def install_key(self) -> bytes:
+        """The per-install key for keyed source hashes."""
+        if self._install_key is None:
+            self._install_key = load_install_key()
+        return self._install_key
+
+    # -- sources ------------------------------------------------------------
+    def resolve_roots(self, paths: Sequence[Path] | None = None,
+                      repository: str | None = None) -> list[MemoryRoot]:
+        """Memory roots for the given paths, else configured roots, else discovery."""
+        if paths:
+            out: list[MemoryRoot] = []
+            for p in paths:
+                out.extend(roots_for_path(Path(p), repository))
+            return out
+        if self.settings.roots:
+            out = []
+            for p in self.settings.roots:
+                if p.exists():
+                    out.extend(roots_for_path(p, repository or self.settings.get("repository")))
+            return out
+        return discover_default_roots()
+
+    # -- writes -------------------------------------------------------------
+    def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
+               on_change: Callable[[FileChange], None] | None = None,
+               only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
+        """Ingest memory roots durably, then (unless deferred) project pending work."""
+        conn = self.conn()
+        cfg = self.chunker_config()
+        key = self.install_key()
+        report = IngestReport()
+        limit = max_file_bytes()
+        for root in roots:
+            sel = only_paths.get(root.path) if only_paths is not None else None
+            if only_paths is not None and sel is None:
+                continue
+            report.changes.extend(ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
+                                              max_bytes=limit, on_change=on_change).changes)
+        self._retention([c.document_id for c in report.changes
+                         if c.document_id is not None and c.kind not in ("unchanged", "failed")])
+        pr = self.project() if project else None
+        return IngestOutcome(report, pr, proj.pending_count(conn))
+
+    def _retention(self, doc_ids: Sequence[int]) -> None:
+        mr = int(self.settings.get("retention.max_revisions"))
+        ma = int(self.settings.get("retention.max_age_days"))
+        for d in set(doc_ids):
+            apply_retention(self.conn(), d, mr, ma, self.clock())
+
+    def mark_embedder_changes(self) -> int:
+        """Queue live documents projected with another embedder; returns how many.
+
+        Their old projection stays searchable (lexically, and by vector only in its
+        own space) until the new one swaps in.
+        """
+        conn = self.conn()
+        fp = self.embedder.fingerprint()
+        with dbm.write_txn(conn):
+            conn.execute(
+                "UPDATE memory_documents SET projection_status='pending', projection_attempts=0,"
+                " projection_next_attempt_at=NULL, projection_error=NULL"
+                " WHERE tombstoned_at IS NULL AND projection_status IN ('ready','failed','stale')"
+                " AND EXISTS (SELECT 1 FROM knowledge_nodes k LEFT JOIN vector_spaces s"
+                "   ON s.name=k.vector_space WHERE k.document_id=memory_documents.id"
+                "   AND (s.fingerprint IS NULL OR s.fingerprint<>?))", (fp,))
+            return int(conn.changes())
+
+    def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
+                on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
+                ) -> proj.ProjectionReport:
+        """Project pending documents (or the given ones; ``force`` ignores back-off)."""
+        self.mark_embedder_changes()
+        return proj.project_pending(
+            self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
+            retry_base=float(self.settings.get("projection.retry_base_seconds")),
+            retry_cap=float(self.settings.get("projection.retry_max_seconds")),
+            on_progress=on_progress)
+
+    def retry(self, doc_id: int) -> proj.ProjectionReport:
+        """Retry one document's projection now, ignoring back-off."""
+        return self.project([doc_id], force=True)
+
+    def preview_rechunk(self, doc_id: int, config: ChunkerConfig) -> tuple[list[Chunk],
+                                                                           list[Chunk]]:
+        """(current chunks, chunks the new config would make) — writes nothing."""
+        config.validate()
+        doc = self.document(doc_id)
+        if doc is None:
+            raise LookupError(f"no document with id {doc_id}")
+        text = doc["content"] or ""
+        new = chunk_markdown(text, config, path=doc["path"]).chunks
+        return self.chunks(doc_id), list(new)
+
+    def rechunk(self, doc_ids: Sequence[int] | None, config: ChunkerConfig) -> list[int]:
+        """Write rechunk revisions (all live documents when ``doc_ids`` is None).
+
+        Returns ids of documents that got a new revision. Projection is left to
+        the caller (``project``), so a UI can run it in the background.
+        """
+        config.validate()
+        conn = self.conn()
+        if doc_ids is None:
+            doc_ids = [int(r[0]) for r in conn.execute(
+                "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL ORDER BY id")]
+        changed = []
+        for d in doc_ids:
+            doc = self.document(d)
+            if doc is None or doc["tombstoned"]:
+                continue
+            chunks = chunk_markdown(doc["content"] or "", config, path=doc["path"]).chunks
+            if write_rechunk(conn, d, config, chunks, self.clock()) is not None:
+                changed.append(d)
+        return changed
+
+    # -- reads --------------------------------------------------------------
+    def list_documents(self, *, include_tombstoned: bool = False, repository: str | None = None,
+                       with_headings: bool = False) -> list[DocumentSummary]:
+        """All documents, grouped by repository then path."""
+        sql = (
+            "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
+            " d.current_revision_id, d.active_revision_id, d.source_size, d.doc_name, d.doc_type,"
+            " d.projection_error,"
+            " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.current_revision_id)"
+            "   AS nchunks"
+            " FROM memory_documents d WHERE 1=1"
+        )
+        params: list[Any] = []
+        if not include_tombstoned:
+            sql += " AND d.tombstoned_at IS NULL"
+        if repository:
+            sql += " AND d.repository=?"
+            params.append(repository)
+        sql += " ORDER BY d.repository, d.logical_path"
+        heads: dict[int, list[str]] = {}
+        if with_headings:
+            for r in dbm.rows(self.conn(), "SELECT document_id, heading FROM knowledge_nodes"
+                              " WHERE heading<>'' ORDER BY document_id, ordinal"):
+                lst = heads.setdefault(int(r["document_id"]), [])
+                if r["heading"] not in lst:
+                    lst.append(r["heading"])
+        out = []
+        for r in dbm.rows(self.conn(), sql, params):
+            tomb = r["tombstoned_at"] is not None
+            out.append(DocumentSummary(
+                id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
+                status="tombstoned" if tomb else r["projection_status"],
+                projection_status=r["projection_status"], tombstoned=tomb,
+                current_revision_id=r["current_revision_id"],
+                active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
+                size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
+                error=r["projection_error"], headings=heads.get(int(r["id"]), [])))
+        return out
+
+    def filter_documents(self, text: str, *, include_tombstoned: bool = False,
+                         limit: int = 200) -> list[tuple[DocumentSummary, float]]:
+        """Fuzzy "go to document" over repository, path, headings and front-matter name."""
+        docs = self.list_documents(include_tombstoned=include_tombstoned, with_headings=True)
+        dicts = [{"repository": d.repository, "path": d.path, "name": d.name,
+                  "headings": d.headings, "_doc": d} for d in docs]
+        found = search_mod.fuzzy_documents(dicts, text, limit=limit)
+        return [(f["_doc"], score) for f, score in found]
+
+    def find(self, repository: str | None, path: str) -> dict[str, Any] | None:
+        """Document detail by repository and logical path (repository may be omitted
+        when the path is unique)."""
+        conn = self.conn()
+        if repository:
+            d = find_document(conn, repository, path)
+            return self.document(int(d["id"])) if d else None
+        ids = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM memory_documents WHERE logical_path=? ORDER BY tombstoned_at IS NOT NULL,"
+            " id", (path,))]
+        if len(ids) > 1:
+            repos = [r[0] for r in conn.execute(
+                "SELECT repository FROM memory_documents WHERE logical_path=?", (path,))]
+            raise LookupError(f"{path} exists in several repositories ({', '.join(repos)}); "
+                              "pass --repository")
+        return self.document(ids[0]) if ids else None
+
+    def document(self, doc_id: int) -> dict[str, Any] | None:
+        """Full detail of one document (content, projection state, front matter)."""
+        r = dbm.row(self.conn(), "SELECT * FROM memory_documents WHERE id=?", (doc_id,))
+        if r is None:
+            return None
+        return {
+            "id": r["id"], "repository": r["repository"], "path": r["logical_path"],
+            "content": r["content"] or "", "content_hash": r["content_hash"],
+            "size": r["source_size"], "front_matter": json.loads(r["front_matter"] or "{}"),
+            "tombstoned": r["tombstoned_at"] is not None, "tombstoned_at": r["tombstoned_at"],
+            "current_revision_id": r["current_revision_id"],
+            "active_revision_id": r["active_revision_id"],
+            "projection": {
+                "status": r["projection_status"], "error": r["projection_error"],
+                "attempts": r["projection_attempts"], "started_at": r["projection_started_at"],
+                "updated_at": r["projection_updated_at"],
+                "next_attempt_at": r["projection_next_attempt_at"],
+            },
+            "observed_at": r["observed_at"],
+        }
+
+    def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
+        """Chunks of a revision (default: current) as :class:`Chunk` objects."""
+        conn = self.conn()
+        if revision_id is None:
+            revision_id = dbm.scalar(conn, "SELECT current_revision_id FROM memory_documents"
+                                     " WHERE id=?", (doc_id,))
+        out = []
+        for r in dbm.rows(conn, "SELECT * FROM memory_chunks WHERE revision_id=? ORDER BY ordinal",
+                          (revision_id,)):
+            out.append(Chunk(ordinal=r["ordinal"], heading_path=tuple(json.loads(r["heading_path"])),
+                             start_char=r["start_char"], end_char=r["end_char"],
+                             start_byte=r["start_byte"], end_byte=r["end_byte"], text=r["text"],
+                             hash=r["chunk_hash"], tokens=r["tokens"],
+                             overlap_chars=r["overlap_chars"]))
+        return out
+
+    def chunk_nodes(self, doc_id: int) -> dict[int, int]:
+        """ordinal -> knowledge node id for the active projection."""
+        return {int(r["ordinal"]): int(r["id"]) for r in dbm.rows(
+            self.conn(), "SELECT id, ordinal FROM knowledge_nodes WHERE document_id=?", (doc_id,))}
+
+    def revision(self, revision_id: int) -> dict[str, Any] | None:
+        """One revision record."""
+        return dbm.row(self.conn(), "SELECT * FROM memory_revisions WHERE id=?", (revision_id,))
+
+    def history(self, doc_id: int) -> list[dict[str, Any]]:
+        """Revisions newest first (bounded summaries and diffs; snapshot only on current)."""
+        out = []
+        for r in dbm.rows(self.conn(), "SELECT * FROM memory_revisions WHERE document_id=?"
+                          " ORDER BY seq DESC", (doc_id,)):
+            out.append({
+                "id": r["id"], "number": r["seq"], "change_kind": r["change_kind"],
+                "content_hash": r["content_hash"], "path": r["logical_path"],
+                "previous_path": r["previous_path"], "observed_at": r["observed_at"],
+                "chunker": {"name": r["chunker_name"], "version": r["chunker_version"],
+                            "config": json.loads(r["chunker_config"]) if r["chunker_config"]
+                            else None},
+                "chunks": r["chunk_count"],
+                "embedder": r["embedder"], "embedder_status": r["embedder_status"],
+                "summary": r["summary"], "diff": r["diff"],
+                "diff_truncated": bool(r["diff_truncated"]),
+                "has_snapshot": r["snapshot"] is not None, "size": r["size_bytes"],
+            })
+        return out
+
+    def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
+               repository: str | None = None, doc_type: str | None = None
+               ) -> search_mod.SearchResult:
+        """Search active projections (see :mod:`memlens.core.search`)."""
+        emb = self.embedder if mode != "lexical" else None
+        return search_mod.search(self.conn(), query, mode=mode, embedder=emb, k=k,
+                                 repository=repository, doc_type=doc_type)
+
+    def index_warnings(self, doc_id: int) -> list[IndexWarning]:
+        """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""
+        doc = self.document(doc_id)
+        if doc is None:
+            return []
+        names = set(self.chunker_config().index_names)
+        if Path(doc["path"]).name not in names:
+            return []
+        live = [r[0] for r in self.conn().execute(
+            "SELECT logical_path FROM memory_documents WHERE repository=? AND tombstoned_at IS NULL",
+            (doc["repository"],))]
+        return check_index(doc["path"], doc["content"], live)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a status bar: documents, chunks, queue, embedder."""
+        conn = self.conn()
+        docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
+                              " IS NULL") or 0)
+        tomb = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
+                              " IS NOT NULL") or 0)
+        nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
+        return {"db": str(self.db_path), "documents": docs, "tombstoned": tomb, "chunks": nodes,
+                "queue": proj.pending_count(conn), "embedder": self.embedder_label()}
+
+    def embedder_label(self) -> str:
+        """Short embedder description, or the reason it is unavailable."""
+        try:
+            e = self.embedder
+        except EmbedderUnavailable as exc:
+            return f"unavailable: {exc}"
+        return f"{e.name}:{e.model} ({e.dim}d)"
+
+    def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
+        """Run the consistency checks."""
+        return doctor_mod.run_checks(self.conn())

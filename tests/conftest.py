@@ -1,0 +1,149 @@
+"""Shared fixtures: temp memory folders, a service on a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# Snapshots live in the top-level snapshots/ folder, not tests/__snapshots__/.
+try:
+    import pytest_textual_snapshot as _pts
+
+    _pts.SVGImageExtension.dirname = str(Path(__file__).resolve().parent.parent / "snapshots")
+except ImportError:  # pragma: no cover - plugin is a dev dependency
+    pass
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "corpus"
+
+# Tests never touch the user's real config, key or database.
+os.environ.setdefault("MEMLENS_CONFIG", str(REPO / "tests" / "data" / "no-config.toml"))
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", help="run long soak/fuzz/scale tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow") or os.environ.get("MEMLENS_RUN_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own install key and no user config."""
+    d = tmp_path_factory.mktemp("memlens-home")
+    monkeypatch.setenv("MEMLENS_INSTALL_KEY_FILE", str(d / "install.key"))
+    monkeypatch.setenv("MEMLENS_CONFIG", str(d / "config.toml"))
+    monkeypatch.delenv("MEMLENS_DB", raising=False)
+    monkeypatch.delenv("MEMLENS_EMBEDDER", raising=False)
+
+
+class Clock:
+    """A controllable clock for deterministic timestamps."""
+
+    def __init__(self, start: float = 1_780_000_000.0) -> None:
+        self.t = start
+
+    def __call__(self) -> float:
+        self.t += 0.001
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+class MemoryTree:
+    """A temp folder laid out like ~/.claude/projects/<slug>/memory."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.projects = base / "projects"
+        self.projects.mkdir(parents=True, exist_ok=True)
+
+    def memdir(self, slug: str = "-home-dev-proj") -> Path:
+        d = self.projects / slug / "memory"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def write(self, rel: str, text: str | bytes, slug: str = "-home-dev-proj") -> Path:
+        p = self.memdir(slug) / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            p.write_bytes(text)
+        else:
+            p.write_text(text, encoding="utf-8")
+        # distinct mtimes even on coarse clocks
+        st = p.stat()
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        return p
+
+    def remove(self, rel: str, slug: str = "-home-dev-proj") -> None:
+        (self.memdir(slug) / rel).unlink()
+
+    def rename(self, old: str, new: str, slug: str = "-home-dev-proj") -> None:
+        d = self.memdir(slug)
+        (d / new).parent.mkdir(parents=True, exist_ok=True)
+        (d / old).rename(d / new)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> MemoryTree:
+    return MemoryTree(tmp_path / "claude")
+
+
+@pytest.fixture
+def make_service(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., object]]:
+    from memlens.core.config import load_settings
+    from memlens.core.embedding import make_embedder
+    from memlens.core.service import MemoryService
+
+    made: list[MemoryService] = []
+
+    def factory(db: Path | None = None, embedder: object | None = None, **overrides: object) -> MemoryService:
+        settings = load_settings(
+            tmp_path / "none.toml", env={}, overrides={"db": str(db or tmp_path / "memlens.db"), **overrides}
+        )
+        svc = MemoryService(
+            settings,
+            clock=clock,
+            embedder=embedder or make_embedder("hashing", {"dim": 64}),
+            install_key=b"k" * 32,
+        )
+        made.append(svc)
+        return svc
+
+    yield factory
+    for s in made:
+        s.close()
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `memlens` CLI in a subprocess."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "memlens.tui.cli", *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
