@@ -53,19 +53,24 @@ Heading sections
 Windows
 -------
 An oversized span is cut into windows whose estimate, *including* the overlap, is
-at most ``max_tokens``. A window ends at the last line boundary that keeps at
-least half of the new text the budget allows, else after the last whitespace in
-that stretch, else exactly at the budget on a plain character boundary (never
-between ``\\r`` and ``\\n``), so a giant line without spaces is still cut. The next window
-starts at the earliest line start such that at most ``overlap_tokens`` of the
-previous window are repeated (then the earliest whitespace, then the exact
-character position). Every window ends strictly after the previous one, so the
-loop always terminates.
+at most ``max_tokens`` (the overlap is part of the budget, not added on top). A
+window ends at the last line boundary that keeps at least half of the new text
+the budget allows, else after the last whitespace in that stretch, else exactly
+at the budget on a character boundary (never between ``\\r`` and ``\\n``), so a
+giant line without spaces is still cut. The next window starts at the earliest
+line start that repeats at most ``overlap_tokens`` of the previous window, else
+at the earliest word start in that stretch, else at the exact character where
+the overlap budget runs out. Every window starts after the previous window's
+first visible character and ends strictly after the previous window's end, so
+the loop always makes progress and the work stays linear in the text length.
 
 Index files (basename in ``index_names``, e.g. ``MEMORY.md``) are chunked the same
-way, but windows are cut only at line boundaries, preferring list-item starts,
-headings and blank lines; only a single line longer than the whole budget is cut
-inside, and then never inside a Markdown link. The chunker never reads linked files.
+way, except that windows are cut only between lines, preferring list-item starts,
+headings and blank lines, so ``[title](file.md)`` links and their list items stay
+whole. Only a single line longer than the whole budget is cut inside, and then
+after whitespace outside any link (a link longer than the budget is the one thing
+that can still be cut). Overlap in index files starts at a line start or at a
+word outside a link, else there is none. The chunker never reads linked files.
 
 Parsing and pathological input
 ------------------------------
@@ -200,13 +205,9 @@ class ChunkerConfig:
             ChunkerConfigError: On the first invalid field, naming it.
         """
         if not isinstance(self.strategy, str) or self.strategy not in STRATEGIES:
-            raise ChunkerConfigError(
-                "strategy", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}"
-            )
+            raise ChunkerConfigError("strategy", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}")
         if not _is_int(self.max_tokens) or self.max_tokens <= 0:
-            raise ChunkerConfigError(
-                "max_tokens", f"must be a positive integer, got {self.max_tokens!r}"
-            )
+            raise ChunkerConfigError("max_tokens", f"must be a positive integer, got {self.max_tokens!r}")
         if not _is_int(self.overlap_tokens) or self.overlap_tokens < 0:
             raise ChunkerConfigError(
                 "overlap_tokens", f"must be a non-negative integer, got {self.overlap_tokens!r}"
@@ -273,18 +274,14 @@ class ChunkerConfig:
         if unknown:
             raise ChunkerConfigError(unknown[0], "unknown field")
         if "name" in data and data["name"] != CHUNKER_NAME:
-            raise ChunkerConfigError(
-                "name", f"{data['name']!r} is not this chunker ({CHUNKER_NAME!r})"
-            )
+            raise ChunkerConfigError("name", f"{data['name']!r} is not this chunker ({CHUNKER_NAME!r})")
         if "version" in data and not _is_int(data["version"]):
             raise ChunkerConfigError("version", f"must be an integer, got {data['version']!r}")
         kwargs: dict[str, Any] = {k: data[k] for k in _CONFIG_FIELDS if k in data}
         if "index_names" in kwargs:
             names = kwargs["index_names"]
             if not isinstance(names, list | tuple):
-                raise ChunkerConfigError(
-                    "index_names", f"must be a list of file basenames, got {names!r}"
-                )
+                raise ChunkerConfigError("index_names", f"must be a list of file basenames, got {names!r}")
             kwargs["index_names"] = tuple(names)
         return cls(**kwargs)
 
@@ -404,11 +401,7 @@ def _parse_front_matter_lines(lines: list[str]) -> dict[str, str]:
     for line in lines:
         stripped = line.strip()
         indented = line[:1] in (" ", "\t")
-        if (
-            current is not None
-            and (indented or not stripped)
-            and _BLOCK_SCALAR.fullmatch(fields[current][0])
-        ):
+        if current is not None and (indented or not stripped) and _BLOCK_SCALAR.fullmatch(fields[current][0]):
             fields[current][1].append(stripped)  # block scalar text, '#' included
             continue
         if not stripped or stripped.startswith("#"):
@@ -469,9 +462,7 @@ _CANDIDATE = re.compile(
     r"(?:\A|(?<=[\r\n]))( {0,3})(#{1,6}(?=[ \t\r\n]|\Z)|`{3,}|~{3,}|(?:=+|-+)[ \t]*(?=[\r\n]|\Z))"
 )
 _CONTAINER_START = re.compile(r" {0,3}(?:[-*+](?:[ \t\r\n]|\Z)|\d{1,9}[.)](?:[ \t\r\n]|\Z)|>)")
-_ITEM_BOUNDARY = re.compile(
-    r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t\r\n]|\Z)|[ \t]{0,3}#|[ \t]*(?:\r\n?|\n)?\Z"
-)
+_ITEM_BOUNDARY = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t\r\n]|\Z)|[ \t]{0,3}#|[ \t]*(?:\r\n?|\n)?\Z")
 _LINK = re.compile(
     r"!?\[[^\]\r\n]*\]\([^)\r\n]*\)|!?\[[^\]\r\n]*\]\[[^\]\r\n]*\]|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>"
 )
@@ -502,9 +493,7 @@ def _headings_markdown_it(body: str, line_offset: int) -> list[_Heading]:
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
             title = _clean_title(tokens[i + 1].content) if i + 1 < len(tokens) else ""
             if title:
-                out.append(
-                    (tok.map[0] + line_offset, tok.map[1] + line_offset, int(tok.tag[1:]), title)
-                )
+                out.append((tok.map[0] + line_offset, tok.map[1] + line_offset, int(tok.tag[1:]), title))
     return out
 
 
@@ -640,9 +629,7 @@ class _Doc:
                 if self._is_blank_line(para - 1):
                     break
                 para -= 1
-                if _CONTAINER_START.match(
-                    text, max(starts[para], body_start), self.line_end(para)
-                ):
+                if _CONTAINER_START.match(text, max(starts[para], body_start), self.line_end(para)):
                     blocked = True  # lazy continuation of a list item / quote
                     break
             else:
@@ -926,9 +913,7 @@ def chunk_markdown(
         raise ChunkerConfigError("estimator", str(exc)) from None
     fm_span = _front_matter_span(text)
     front_matter = (
-        {}
-        if fm_span is None
-        else _parse_front_matter_lines(_NEWLINE.split(text[fm_span[0] : fm_span[1]]))
+        {} if fm_span is None else _parse_front_matter_lines(_NEWLINE.split(text[fm_span[0] : fm_span[1]]))
     )
     if _NONBLANK.search(text) is None:
         return ChunkResult([], front_matter)

@@ -72,7 +72,8 @@ class SpanCost(ABC):
     def max_end(self, start: int, budget: int, limit: int) -> int:
         """Return the largest ``end`` in ``[start, limit]`` with ``cost(start, end) <= budget``.
 
-        The default is an exponential then binary search (``O(log n)`` cost calls).
+        The default is an exponential then binary search: ``O(log n)`` cost calls
+        over slices at most about twice as long as the answer.
 
         Args:
             start: Fixed slice start.
@@ -82,15 +83,20 @@ class SpanCost(ABC):
         Returns:
             The furthest end that fits; ``start`` when not even one character fits.
         """
-        if self.cost(start, limit) <= budget:
-            return limit
         lo, step = start, 1
-        # Exponential probe keeps the work proportional to the answer, not to `limit`.
-        while lo + step < limit and self.cost(start, lo + step) <= budget:
-            lo += step
-            step *= 2
-        hi = min(limit, lo + step)  # cost(start, hi) > budget
-        while hi - lo > 1:
+        # Exponential probing keeps the work proportional to the answer, not to `limit`.
+        while True:
+            probe = lo + step
+            if probe >= limit:
+                if self.cost(start, limit) <= budget:
+                    return limit
+                hi = limit
+                break
+            if self.cost(start, probe) > budget:
+                hi = probe
+                break
+            lo, step = probe, step * 2
+        while hi - lo > 1:  # cost(start, lo) <= budget < cost(start, hi), or lo == start
             mid = (lo + hi) // 2
             if self.cost(start, mid) <= budget:
                 lo = mid
@@ -109,14 +115,21 @@ class SpanCost(ABC):
         Returns:
             The earliest start that fits; ``end`` when nothing fits.
         """
-        if floor >= end or self.cost(floor, end) <= budget:
-            return min(floor, end)
+        if floor >= end:
+            return end
         hi, step = end, 1
-        while hi - step > floor and self.cost(hi - step, end) <= budget:
-            hi -= step
-            step *= 2
-        lo = max(floor, hi - step)  # cost(lo, end) > budget
-        while hi - lo > 1:
+        while True:
+            probe = hi - step
+            if probe <= floor:
+                if self.cost(floor, end) <= budget:
+                    return floor
+                lo = floor
+                break
+            if self.cost(probe, end) > budget:
+                lo = probe
+                break
+            hi, step = probe, step * 2
+        while hi - lo > 1:  # cost(hi, end) <= budget < cost(lo, end), or hi == end
             mid = (lo + hi) // 2
             if self.cost(mid, end) <= budget:
                 hi = mid

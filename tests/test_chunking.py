@@ -215,7 +215,7 @@ def test_front_matter_shallow_yaml() -> None:
         "\ufeff---\r\n"
         "# a comment\r\n"
         "title: Plain value # trailing comment\r\n"
-        "quoted: \"say \\\"hi\\\"\"\r\n"
+        'quoted: "say \\"hi\\""\r\n'
         "single: 'it''s'\r\n"
         "tags:\r\n"
         "  - one\r\n"
@@ -562,9 +562,7 @@ FALLBACK_DOCS = [
 
 
 @pytest.mark.parametrize("text", FALLBACK_DOCS)
-def test_line_scan_fallback_agrees_with_markdown_it(
-    text: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_line_scan_fallback_agrees_with_markdown_it(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = ChunkerConfig(strategy="headings")
     expected = chunk_markdown(text, cfg)
     monkeypatch.setattr(chunking, "PARSE_LIMIT_CHARS", 0)

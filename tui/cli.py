@@ -515,6 +515,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
     parser = build_parser()
     args = parser.parse_args(_join_dash_values(list(sys.argv[1:] if argv is None else argv)))
+    if args.command is None:
+        try:  # `memlens` alone opens the TUI
+            args = parser.parse_args(["tui"])
+        except SystemExit:
+            pass
     cmd = args.command or "tui"
     handler = COMMANDS.get(cmd) or getattr(args, "handler", None)
     if handler is None:
