@@ -18,6 +18,7 @@ Change detection per memory root:
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from .sources import (
 )
 from .store import (
     PreparedFile,
+    SourceChanged,
     content_hash,
     find_document,
     live_documents_under,
@@ -50,6 +52,7 @@ from .store import (
 )
 
 Clock = Callable[[], float]
+RACY_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,9 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
         content_hash=content_hash(red),
         # keyed: a database alone cannot confirm a guessed secret offline
         source_hash=keyed_hash(data, key),
-        mtime_ns=st.mtime_ns,
+        # A file modified within the filesystem's timestamp granularity could change again
+        # without its (mtime, size) changing; store -1 so the next scan re-reads it (as git does).
+        mtime_ns=st.mtime_ns if time.time_ns() - st.mtime_ns > RACY_NS else -1,
         size=st.size,
         chunks=result.chunks,
         front_matter=dict(result.front_matter),
@@ -239,6 +244,8 @@ def ingest_root(
                 kind = write_update(conn, int(existing["id"]), pf, now())
                 emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
                                 pf.logical_path, int(existing["id"])))
+        except SourceChanged as exc:
+            emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
         except apsw.Error as exc:
             emit(FileChange("failed", pf.repository, pf.logical_path,
                             error=f"database error: {exc}"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,26 @@ Clock = Callable[[], float]
 def content_hash(text: str) -> str:
     """sha256 hex of redacted content: the revision identity."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class SourceChanged(Exception):
+    """The file changed on disk after it was read; the write was skipped."""
+
+
+def _verify_unchanged(pf: PreparedFile) -> None:
+    """Inside the write lock: refuse to store content that is no longer on disk.
+
+    Without this, a slow process could overwrite a newer revision stored by another
+    process with the older text it read earlier.
+    """
+    if not pf.source_path:
+        return
+    try:
+        st = os.stat(pf.source_path)
+    except OSError:
+        raise SourceChanged("file vanished while being ingested; it will be read again") from None
+    if st.st_size != pf.size or (pf.mtime_ns >= 0 and st.st_mtime_ns != pf.mtime_ns):
+        raise SourceChanged("file changed while being ingested; it will be read again")
 
 
 @dataclass(frozen=True)
@@ -261,6 +282,7 @@ def _queue_projection(conn: apsw.Connection, doc_id: int, now: float) -> None:
 def write_create(conn: apsw.Connection, pf: PreparedFile, now: float) -> int:
     """Create a document (or revive a tombstoned one) with a `create` revision."""
     with write_txn(conn):
+        _verify_unchanged(pf)
         existing = find_document(conn, pf.repository, pf.logical_path)
         fields = _doc_fields(pf, now)
         if existing is None:
@@ -296,6 +318,7 @@ def write_update(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
     the same (only the stat fields are refreshed then).
     """
     with write_txn(conn):
+        _verify_unchanged(pf)
         doc = get_document(conn, doc_id)
         if doc is None:
             raise LookupError(f"document {doc_id} vanished")
@@ -325,6 +348,7 @@ def write_rename(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
     Chunk and node ids change (new revision); the content hash does not.
     """
     with write_txn(conn):
+        _verify_unchanged(pf)
         doc = get_document(conn, doc_id)
         if doc is None:
             raise LookupError(f"document {doc_id} vanished")

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -552,5 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    start = time.perf_counter()
-    sys.exit(main())
+    # Under `python -m` this file runs as __main__ *and* is imported as memlens.tui.cli by
+    # the subcommand modules; call the imported copy so their CliError is the one caught.
+    from memlens.tui.cli import main as _main
+
+    sys.exit(_main())
