@@ -33,7 +33,7 @@ import sqlite_vec
 
 from . import faults
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 15_000
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -198,7 +198,14 @@ _SCHEMA_V2 = """
 CREATE INDEX IF NOT EXISTS idx_revisions_document ON memory_revisions(document_id, seq);
 """
 
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2]
+# v3: lookups by logical path alone (`memlens history PATH` without --repository) and
+# per-vector-space node counts (doctor, embedder switch).
+_SCHEMA_V3 = """
+CREATE INDEX IF NOT EXISTS idx_documents_path ON memory_documents(logical_path);
+CREATE INDEX IF NOT EXISTS idx_nodes_space ON knowledge_nodes(vector_space);
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3]
 
 _vec_path: str | None = None
 _vec_lock = threading.Lock()
