@@ -14,11 +14,12 @@ private-key          a PEM / OpenSSH / PGP private key block, header to footer
 aws-access-key       AWS access key id (``AKIA``, ``ASIA``, ``ABIA``, ``ACCA``)
 aws-secret-key       40-character AWS secret access key in an assignment
 github-token         ``ghp_`` ``gho_`` ``ghu_`` ``ghs_`` ``ghr_`` and ``github_pat_``
-gitlab-token         ``glpat-`` and the other ``gl*-`` GitLab token prefixes
+gitlab-token         ``glpat-``, the other ``gl*-`` GitLab token prefixes, and
+                     ``GR1348941`` runner registration tokens
 slack-token          ``xoxb-`` ``xoxp-`` ``xoxa-`` ``xoxr-`` ``xoxs-`` ``xoxe-`` ``xapp-``
 slack-webhook        the secret path of a ``hooks.slack.com`` webhook URL
 discord-webhook      the id/token path of a Discord webhook URL
-anthropic-key        ``sk-ant-...``
+anthropic-key        ``sk-ant-...`` (API, admin and Claude Code OAuth tokens)
 openai-key           ``sk-...``, ``sk-proj-...``, ``sk-svcacct-...``
 stripe-key           ``sk_live_`` ``rk_live_`` ``sk_test_`` ``rk_test_`` ``whsec_``
 google-api-key       ``AIza...``
@@ -39,6 +40,8 @@ bearer-token         the token after ``Bearer``
 basic-auth           the base64 credentials after ``Basic`` (must decode to
                      ``user:pass``)
 auth-header          the token in ``Authorization: token|key ...``
+cookie               random-looking cookie values in a ``Cookie:`` or
+                     ``Set-Cookie:`` header
 azure-key            ``AccountKey=`` / ``SharedAccessKey=`` values
 url-signature        ``sig=``, ``signature=``, ``X-Amz-Signature=``,
                      ``X-Goog-Signature=``, ``X-Amz-Security-Token=`` URL parameters
@@ -46,8 +49,11 @@ url-password         the password in ``scheme://user:password@host`` (database
                      connection strings such as postgres://, mysql://,
                      mongodb+srv://, redis:// included)
 password             a value assigned to a password-like key (``password``,
-                     ``passwd``, ``passphrase``, ``pwd``, ``pass``), to a
-                     ``--password`` CLI flag, or after ``curl -u user:``
+                     ``passwd``, ``passphrase``, ``pwd``, or a ``_pass`` suffix
+                     such as ``DB_PASS``), to a ``--password`` CLI flag, after
+                     ``curl -u user:``, ``mysql -pX``, ``docker login -p X``,
+                     ``sshpass -p X``, in a ``.netrc`` ``login X password Y``
+                     line, or in prose: ``the password is `X```, ``password is X1!``
 secret               a secret-looking value assigned to a key ending in
                      ``secret``, ``token``, ``api_key``, ``access_key``,
                      ``private_key``, ``client_secret``, ... (``key = value``,
@@ -253,8 +259,10 @@ _PLACEHOLDER_RE = re.compile(
 
 _CODE_REF_RE = re.compile(
     r"""
-      ^ [A-Za-z_][A-Za-z0-9_]* (?: \. [A-Za-z_][A-Za-z0-9_]* )+ (?: [(\[] .* )? $  # a.b, a.b(...)
-    | ^ [A-Za-z_][A-Za-z0-9_.]* [(\[]                                            # call(...), x[...]
+      # config.password, settings.DB_PASSWORD (one case per segment, so that a
+      # password such as "my.Secret9" is not mistaken for code)
+      ^ (?: [a-z_][a-z0-9_]* | [A-Z_][A-Z0-9_]* ) (?: \. (?: [a-z_][a-z0-9_]* | [A-Z_][A-Z0-9_]* ) )+ $
+    | ^ [A-Za-z_][A-Za-z0-9_.]* [(\[]                                  # call(...), x[...]
     | environ | getenv | process\.env | secrets\. | vault:
     """,
     re.VERBOSE,
@@ -272,6 +280,7 @@ _PATH_RE = re.compile(
 )
 
 _PROSE_WORD_RE = re.compile(r"[A-Za-z][a-z]*(?:['\-][a-z]+)*")
+_SHORT_HEX_ID_RE = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -290,7 +299,7 @@ def _entropy(value: str) -> float:
 def _looks_random(value: str) -> bool:
     """Whether ``value`` looks like a generated credential rather than a word."""
     n = len(value)
-    if n < 8 or any(c.isspace() for c in value):
+    if n < 12 or any(c.isspace() for c in value):
         return False
     lower = any(c.islower() for c in value)
     upper = any(c.isupper() for c in value)
@@ -386,10 +395,11 @@ _TOKEN_RULES: tuple[_TokenRule, ...] = (
         r"(?:\.[A-Za-z0-9_\-]+)*+",
         not_after=_ALNUM_DASH,
     ),
+    _rule("gitlab-token", "GR1348941", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH),
     _rule(
         "slack-token",
         "xox[abposre]",
-        r"(?:\.xox[a-z])?-[A-Za-z0-9\-]{10,}+",
+        r"(?:\.xox[a-z])?-[A-Za-z0-9\-]{20,}+",
         not_after=_ALNUM_DASH,
         check=_has_digit,
     ),
@@ -448,13 +458,37 @@ _PRIO_HEADER = 70
 _PRIO_GENERIC = 90
 
 
-def _scan_tokens(text: str, out: list[_Candidate]) -> None:
+def _group_rules() -> tuple[tuple[re.Pattern[str], tuple[tuple[int, _TokenRule], ...]], ...]:
+    """One scanning regex per first character, with the rules it stands for.
+
+    Fewer passes over the text than one regex per rule; the rules are then
+    tried one by one only where their group matched.
+    """
+    groups: dict[str, list[tuple[int, _TokenRule]]] = {}
     for prio, rule in enumerate(_TOKEN_RULES, start=_PRIO_TOKEN):
-        for m in rule.regex.finditer(text):
-            s, e = m.span(rule.group) if rule.group else m.span()
-            if rule.check is not None and not rule.check(text[s:e]):
-                continue
-            out.append((s, e, prio, rule.kind))
+        first = rule.regex.pattern[0]
+        assert first.isalnum(), rule.regex.pattern  # heads start with a literal
+        groups.setdefault(first, []).append((prio, rule))
+    return tuple(
+        (re.compile("|".join(r.regex.pattern.replace("(?P<s>", "(?:") for _, r in rules)), tuple(rules))
+        for rules in groups.values()
+    )
+
+
+_TOKEN_GROUPS = _group_rules()
+
+
+def _scan_tokens(text: str, fast: str, out: list[_Candidate]) -> None:
+    for scan, rules in _TOKEN_GROUPS:
+        for hit in scan.finditer(fast):
+            pos = hit.start()
+            for prio, rule in rules:
+                m = rule.regex.match(fast, pos) if len(rules) > 1 else hit
+                if m is None:
+                    continue
+                s, e = m.span(rule.group) if rule.group else m.span()
+                if rule.check is None or rule.check(text[s:e]):
+                    out.append((s, e, prio, rule.kind))
 
 
 # PEM private keys -----------------------------------------------------------
@@ -551,38 +585,23 @@ _URL_CRED = re.compile(
 )
 
 
-def _scan_url_passwords(text: str, out: list[_Candidate]) -> None:
-    for m in _URL_CRED.finditer(text):
-        pw = m.group("pw")
+def _scan_url_passwords(text: str, fast: str, out: list[_Candidate]) -> None:
+    for m in _URL_CRED.finditer(fast):
+        s, e = m.span("pw")
+        pw = text[s:e]
         if _is_placeholder(pw) or pw.startswith(("$", "%")):
             continue
-        s, e = m.span("pw")
         out.append((s, e, _PRIO_URL, "url-password"))
 
 
-# Detectors that run on the ASCII-lowercased text ------------------------------
+# Detectors that run on the lowercased text --------------------------------------
 # Case-insensitive scanning with re.IGNORECASE is several times slower than a
 # case-sensitive scan of a lowercased copy. The copy has the same length, so
 # spans map 1:1 and values are read back from the original text.
 
-
-def _fold_case(text: str) -> str:
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    # A few characters (e.g. U+0130) lowercase to two code points. Lowering the
-    # UTF-32 bytes changes only ASCII letters and keeps one code point per char.
-    return text.encode("utf-32-le", "surrogatepass").lower().decode("utf-32-le", "surrogatepass")
-
-
 _AWS_SECRET = re.compile(
     r"secret[_\-.]?(?:access[_\-.]?)?key[\"'`]?\]?[ \t]{0,16}+(?::=|=>|=|:)[ \t]{0,16}+[\"'`]?"
     r"(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])"
-)
-_AZURE_KEY = re.compile(r"(?:accountkey|sharedaccesskey)[ \t]*=[ \t]*(?P<v>[a-z0-9+/]{20,}+={0,2})")
-_URL_SIGNATURE = re.compile(
-    r"[?&;](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)="
-    r"(?P<v>[^&\s\"'#<>]{16,}+)"
 )
 _BEARER = re.compile(r"bearer[ \t]++(?P<v>[a-z0-9._~+/=\-]{8,}+)")
 _BASIC = re.compile(r"basic[ \t]++(?P<v>[a-z0-9+/]{8,}+={0,2})(?![a-z0-9+/=])")
@@ -595,38 +614,93 @@ _CLI_FLAG = re.compile(
     r"|access-token)[ \t]++(?:\"(?P<dq>[^\"\r\n]{1,1024}+)\"|'(?P<sq>[^'\r\n]{1,1024}+)'"
     r"|(?P<uq>[^\s\"'`-][^\s\"'`]{0,1023}+))"
 )
+_NETRC = re.compile(
+    r"login[ \t]++[^\s]{1,256}+[ \t]++password[ \t]++(?P<v>[^\s]{1,256}+)"
+)
 _CURL_USER = re.compile(
     r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?[^\s:\"']{1,256}+:(?P<v>[^\s\"']{1,256}+)"
+)
+# Generic assignments. The pattern is anchored on a few keyword cores (password,
+# secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
+# keeps the scan fast; a bare "key" counts only right after one of these
+# prefixes (optionally joined by "_", "-", "." or a space): api_key, apiKey,
+# x-api-key, secret_key, AccountKey, ... (fixed-width look-behinds).
+_KEY_PREFIXES = (
+    "api",
+    "access",
+    "private",
+    "secret",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "client",
+    "app",
+    "auth",
+    "license",
+    "service",
+    "sharedaccess",
+)
+_AZURE_KEY_PREFIXES = ("account", "sharedaccess")
+_KEY_AFTER_PREFIX = "|".join(
+    f"(?<={p}key)|(?<={p}[_.\\-\\ ]key)" for p in _KEY_PREFIXES
 )
 _ASSIGN = re.compile(
     r"""
     (?P<key>
         password | passwd | passphrase
-      | pass (?<! [a-z0-9] pass )
+      | pass (?<= [_.\-] pass )   # DB_PASS, smtp-pass; not a bare "PASS:" in test logs
       | pwd (?<! [a-z0-9] pwd )
-      | secret | token
-      | (?: api | access | private | secret | signing | encryption | master | account
-          | client | app | auth | license | service ) [_.\-\ ]? key
-      | apikey
+      | secret_key_base | secret | token
+      | key (?: KEY_AFTER_PREFIX )
+      | sig (?: nature )?         # only as a URL query parameter
     )
     (?: ["'`] \]? | \] | \*{1,2} | __ )?
-    (?: [\ \t]* \( [^()\r\n]{0,40} \) )?
-    [\ \t]{0,16}+
-    (?P<op> := | => | == | = | :(?!:) )
-    [\ \t]{0,16}+
-    (?: \*\* | __ )?
-    [\ \t]{0,16}+
     (?:
-        " (?P<dq> (?: [^"\\\r\n] | \\. ){1,4096}+ ) "
-      | ' (?P<sq> (?: [^'\\\r\n] | \\. ){1,4096}+ ) '
-      | ` (?P<bq> [^`\r\n]{1,4096}+ ) `
-      | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096}+ )
+        (?: [\ \t]* \( [^()\r\n]{0,40} \) )?
+        [\ \t]{0,16}+
+        (?P<op> := | => | == | = | :(?!:) )
+        [\ \t]{0,16}+
+        (?: \*\* | __ )?
+        [\ \t]{0,16}+
+        (?:
+            " (?P<dq> (?: [^"\\\r\n] | \\. ){1,4096}+ ) "
+          | ' (?P<sq> (?: [^'\\\r\n] | \\. ){1,4096}+ ) '
+          | ` (?P<bq> [^`\r\n]{1,4096}+ ) `
+          | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096}+ )
+        )
+      # prose: 'the password is `hunter2`', 'API key "..."' (quoted values only)
+      | (?: [\ \t]++ (?: is | was ) )? [\ \t]++
+        (?: ` (?P<pbq> [^`\r\n]{1,256}+ ) ` | " (?P<pdq> [^"\r\n]{1,256}+ ) " )
     )
-    """,
+    """.replace("KEY_AFTER_PREFIX", _KEY_AFTER_PREFIX),
     re.VERBOSE,
 )
 _PASSWORD_KEYS = ("pass", "pwd")
-_TRAILING_PUNCT = ".,;:!?"
+# Prose form with an unquoted value: 'the password is hunter2!'.
+_PROSE_IS = re.compile(r"(?:password|passwd|passphrase)[ \t]++is[ \t]++(?P<uq>[^\s\"'`]{6,256}+)")
+# Passwords given to well-known commands with a short "-p" flag: the regex finds
+# " -p", then the text before it on the line must name one of these commands.
+_DASH_P = re.compile(r"-p(?<=[ \t]-p)(?P<sp>[ \t]*+)[\"']?(?P<v>[^\s\"'`-][^\s\"'`]{0,255}+)")
+_GLUED_P_COMMANDS = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|sshpass)\b")
+_SPACED_P_COMMANDS = re.compile(
+    r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]++(?:registry[ \t]++)?login|sshpass)\b"
+)
+_COOKIE = re.compile(r"cookie[ \t]*+:[ \t]*+(?P<v>[^\r\n]{1,4096}+)")
+_COOKIE_PAIR = re.compile(r"[ \t]*+[^=;\s\"']{1,256}+=(?P<v>[^;\s\"']{1,4096}+)")
+
+
+def _key_prefix(low: str, pos: int) -> str | None:
+    """The secret-ish prefix right before a bare ``key`` at ``pos``, if any."""
+    head = low[max(0, pos - 14) : pos]
+    if head[-1:] in ("_", "-", ".", " "):
+        head = head[:-1]
+    for prefix in _KEY_PREFIXES:
+        if head.endswith(prefix):
+            return prefix
+    return None
+
+
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
 
@@ -663,6 +737,10 @@ def _assignment_value_ok(
         return False
     if value.isdigit():
         return password and len(value) >= 4
+    if value.startswith("-") and not quoted:
+        return False  # a command-line flag, e.g. "--password-stdin"
+    if _SHORT_HEX_ID_RE.fullmatch(value):
+        return False  # "signing key: 0x1234ABCD" is a key id, not a key
     if not quoted and _PROSE_WORD_RE.fullmatch(value) and not _rest_of_line_is_empty(text, e):
         # "password: stored in the vault" -- a word followed by more prose.
         return False
@@ -672,7 +750,7 @@ def _assignment_value_ok(
 
 
 def _value_span(m: re.Match[str]) -> tuple[int, int, bool]:
-    for name in ("dq", "sq", "bq"):
+    for name in ("dq", "sq", "bq", "pdq", "pbq"):
         if name in m.re.groupindex and m.start(name) >= 0:
             s, e = m.span(name)
             return s, e, True
@@ -688,14 +766,6 @@ def _scan_folded(
         s, e = m.span("v")
         if _token_body_ok(text[s:e]) and _looks_random(text[s:e]):
             out.append((s, e, prio, "aws-secret-key"))
-    for m in _AZURE_KEY.finditer(low):
-        s, e = m.span("v")
-        if _token_body_ok(text[s:e]):
-            out.append((s, e, prio + 1, "azure-key"))
-    for m in _URL_SIGNATURE.finditer(low):
-        s, e = m.span("v")
-        if not _is_placeholder(text[s:e]):
-            out.append((s, e, prio + 2, "url-signature"))
 
     prio = _PRIO_HEADER
     for m in _BEARER.finditer(low):
@@ -715,13 +785,42 @@ def _scan_folded(
         s, e = m.span("v")
         if not _is_placeholder(text[s:e]) and _looks_random(text[s:e]):
             out.append((s, e, prio + 2, "auth-header"))
+    for m in _NETRC.finditer(low):
+        s, e = m.span("v")
+        if not _is_placeholder(text[s:e]):
+            out.append((s, e, prio + 3, "password"))
     for m in _CURL_USER.finditer(low):
         s, e = m.span("v")
         pw = text[s:e]
         if not pw.isdigit() and not _is_placeholder(pw) and not pw.startswith("$"):
             out.append((s, e, prio + 3, "password"))
 
+    for m in _DASH_P.finditer(low):
+        head = low[low.rfind("\n", 0, m.start()) + 1 : m.start()]
+        commands = _SPACED_P_COMMANDS if m.group("sp") else _GLUED_P_COMMANDS
+        if not commands.search(head):
+            continue
+        s, e = m.span("v")
+        e = _strip_unquoted(text, s, e)
+        if e > s and text[e - 1 : e] in ("'", '"'):
+            e -= 1
+        if e > s and not _is_placeholder(text[s:e]) and not text[s:e].startswith("$"):
+            out.append((s, e, prio + 3, "password"))
+    for m in _COOKIE.finditer(low):
+        if m.start() and low[m.start() - 1] in _WORD_:
+            continue
+        for pair in _COOKIE_PAIR.finditer(low, m.start("v"), m.end("v")):
+            s, e = pair.span("v")
+            if _looks_random(text[s:e]) and not _is_placeholder(text[s:e]):
+                out.append((s, e, prio + 4, "cookie"))
+
     prio = _PRIO_GENERIC
+    for m in _PROSE_IS.finditer(low):
+        s, e = m.span("uq")
+        e = _strip_unquoted(text, s, e)
+        value = text[s:e]
+        if not value.isalpha() and _assignment_value_ok(text, s, e, password=True, quoted=False):
+            out.append((s, e, prio + 2, "password"))
     for m in _CLI_FLAG.finditer(low):
         s, e, quoted = _value_span(m)
         if not quoted:
@@ -736,11 +835,30 @@ def _scan_folded(
         if not quoted:
             e = _strip_unquoted(text, s, e)
         key = m.group("key")
-        is_pw = key.startswith(_PASSWORD_KEYS)
-        if key == "pwd" and text[s : s + 1] in ("/", "~"):
-            continue  # the shell's $PWD
-        if e > s and _assignment_value_ok(text, s, e, password=is_pw, quoted=quoted):
-            out.append((s, e, prio + 1, "password" if is_pw else "secret"))
+        kind = "secret"
+        prose = m.group("op") is None
+        if prose and (key.startswith("sig") or text[s : s + 1] == "-"):
+            continue  # signatures only as URL parameters; "-x" is a flag
+        if key.startswith("sig"):
+            ks = m.start("key")
+            before = low[max(0, ks - 6) : ks]
+            if not (before[-1:] in ("?", "&", ";") or before.endswith(("x-amz-", "x-goog-"))):
+                continue
+            if m.group("op") != "=":
+                continue
+            kind = "url-signature"
+        elif key == "token" and low.endswith("x-amz-security-", 0, m.start("key")):
+            kind = "url-signature"
+        elif key == "key":
+            if m.group("op") == "=" and _key_prefix(low, m.start("key")) in _AZURE_KEY_PREFIXES:
+                kind = "azure-key"
+        elif key.startswith(_PASSWORD_KEYS):
+            kind = "password"
+            if key == "pwd" and text[s : s + 1] in ("/", "~"):
+                continue  # the shell's $PWD
+        if e > s and _assignment_value_ok(text, s, e, password=kind == "password", quoted=quoted):
+            specific = kind in ("azure-key", "url-signature")
+            out.append((s, e, _PRIO_SPECIFIC_ASSIGN + 1 if specific else prio + 1, kind))
 
 
 def _decodes_to_credentials(blob: str) -> bool:
@@ -810,14 +928,96 @@ def _merge(candidates: list[_Candidate]) -> list[Finding]:
     return findings
 
 
+_UCS1_CHUNK = 1 << 20
+
+
+def _single_byte_view(text: str) -> str:
+    """A same-length copy of ``text`` in which every character fits in one byte.
+
+    Every detector pattern is ASCII. CPython's regex engine scans one-byte
+    strings several times faster than the two- and four-byte strings that any
+    CJK character, emoji or em dash forces, so the scan runs on a copy in which
+    each character above U+00FF becomes U+00FF: like the original character it is
+    not ASCII, is matched by negated classes and by nothing else. (Unicode
+    spaces above U+00FF are therefore not whitespace to the detectors; a value
+    may extend across one, which over-redacts but never leaks.) Offsets are
+    unchanged, and values are always read back from the original text.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        pass
+    else:
+        return text
+    import numpy as np  # only for text with characters above U+00FF
+
+    parts: list[bytes] = []
+    for i in range(0, len(text), _UCS1_CHUNK):
+        codes = np.frombuffer(
+            text[i : i + _UCS1_CHUNK].encode("utf-32-le", "surrogatepass"), dtype="<u4"
+        )
+        parts.append(np.minimum(codes, 0xFF).astype(np.uint8).tobytes())
+    return b"".join(parts).decode("latin-1")
+
+
+def _scan_line_local(text: str, fast: str, out: list[_Candidate]) -> list[tuple[int, int]]:
+    """Run every detector except PEM (the only one whose matches span lines).
+
+    Returns:
+        The spans of markers already present in ``text``.
+    """
+    markers = [m.span() for m in MARKER_RE.finditer(fast)]
+    _scan_tokens(text, fast, out)
+    _scan_url_passwords(text, fast, out)
+    # bytes.lower() folds ASCII letters only (fast, and one character per character).
+    low = fast.encode("latin-1").lower().decode("latin-1")
+    _scan_folded(text, low, markers, out)
+    return markers
+
+
 def _detect(text: str) -> list[Finding]:
-    """One detection pass: every detector, then overlap merging."""
-    markers = [m.span() for m in MARKER_RE.finditer(text)]
+    """First pass: every detector over the whole text, then overlap merging."""
     candidates: list[_Candidate] = []
-    _scan_pem(text, candidates)
-    _scan_tokens(text, candidates)
-    _scan_url_passwords(text, candidates)
-    _scan_folded(text, _fold_case(text), markers, candidates)
+    fast = _single_byte_view(text)
+    markers = _scan_line_local(text, fast, candidates)
+    _scan_pem(fast, candidates)
+    if not candidates:
+        return []
+    return _merge(_subtract_markers(candidates, markers))
+
+
+def _detect_again(out: str) -> list[Finding]:
+    """A later pass over redacted text ``out``.
+
+    Every detector but PEM sees one line at a time, and a line without a marker
+    is unchanged since the previous pass, which found nothing on it. So only the
+    lines holding markers are scanned again (joined, they form a small document
+    whose offsets map back to ``out``); PEM blocks are looked for everywhere.
+    """
+    markers = [m.span() for m in MARKER_RE.finditer(out)]
+    windows: list[tuple[int, int]] = []
+    for ms, me in markers:
+        if windows and ms < windows[-1][1]:
+            continue  # same line as the previous marker
+        ls = out.rfind("\n", 0, ms) + 1
+        le = out.find("\n", me)
+        windows.append((ls, len(out) if le < 0 else le))
+    sub = "\n".join(out[ls:le] for ls, le in windows)
+    sub_starts: list[int] = []
+    pos = 0
+    for ls, le in windows:
+        sub_starts.append(pos)
+        pos += le - ls + 1
+    local: list[_Candidate] = []
+    _scan_line_local(sub, _single_byte_view(sub), local)
+    candidates: list[_Candidate] = []
+    for s, e, prio, kind in local:
+        i = bisect.bisect_right(sub_starts, s) - 1
+        shift = windows[i][0] - sub_starts[i]
+        candidates.append((s + shift, e + shift, prio, kind))
+    _scan_pem(out, candidates)
     if not candidates:
         return []
     return _merge(_subtract_markers(candidates, markers))
@@ -868,7 +1068,7 @@ def redact(text: str) -> RedactionResult:
         return RedactionResult(text, ())
     out, ends = _render(text, findings)
     for _ in range(_MAX_PASSES - 1):
-        more = _detect(out)
+        more = _detect_again(out)
         if not more:
             break
         out_ends = [e[0] for e in ends]
@@ -893,6 +1093,7 @@ KINDS: frozenset[str] = frozenset(
         "bearer-token",
         "basic-auth",
         "auth-header",
+        "cookie",
         "password",
         "secret",
     }
