@@ -74,12 +74,13 @@ Guarantees:
 
 * Findings carry offsets into the *input*; ``Finding.start``/``end`` delimit
   exactly the text that the marker replaced.
-* Idempotent: markers are never matched or altered, so redacting redacted text
-  changes nothing.
+* Idempotent: markers are never matched or altered, and a redaction pass is
+  repeated (on the lines that gained a marker) until it finds nothing, so
+  redacting redacted text changes nothing.
 * Deterministic and linear: every pattern is compiled once, anchored on a
   literal or bounded, and free of nested unbounded quantifiers. All detectors
-  report candidate spans; overlaps are merged and the output is built in one
-  pass over the input.
+  report candidate spans; overlaps are merged (the most specific kind names
+  the union) and the output is built in one pass over the input.
 
 Run ``python -m memlens.core.redact --evaluate tests/data/secrets/labelled.jsonl``
 for recall/precision on the labelled set, or ``python -m memlens.core.redact FILE``
@@ -1127,10 +1128,10 @@ class LabelledExample:
 def load_labelled(path: Path) -> list[LabelledExample]:
     """Read a labelled JSONL file, undoing its storage obfuscation.
 
-    Lines with ``"obfuscation": "reversed"`` store the secret reversed, both in
-    ``secret`` and inside ``text``, so that the committed file contains no
-    string that a secret scanner (or this module) recognises. Loading restores
-    the real, format-valid value.
+    Lines with ``"obfuscation": "reversed"`` store ``text`` and ``secret``
+    reversed (character order), so that the committed file contains no prefix,
+    key name or shape that a secret scanner recognises. Loading restores the
+    real, format-valid text.
 
     Args:
         path: The ``.jsonl`` file.
@@ -1147,11 +1148,9 @@ def load_labelled(path: Path) -> list[LabelledExample]:
             continue
         raw = json.loads(line)
         text, secret = raw["text"], raw.get("secret")
-        if raw.get("obfuscation") == "reversed" and secret is not None:
-            if text.count(secret) != 1:
-                raise ValueError(f"{path}:{lineno}: obfuscated secret must occur once in text")
-            text = text.replace(secret, secret[::-1])
-            secret = secret[::-1]
+        if raw.get("obfuscation") == "reversed":
+            text = text[::-1]
+            secret = secret[::-1] if secret is not None else None
         if raw["label"] not in ("secret", "lookalike"):
             raise ValueError(f"{path}:{lineno}: label must be 'secret' or 'lookalike'")
         if raw["label"] == "secret" and (not secret or secret not in text):
@@ -1301,4 +1300,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_main())
+    try:
+        raise SystemExit(_main())
+    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0) from None
