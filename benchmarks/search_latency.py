@@ -1,0 +1,235 @@
+"""Search latency per mode at 1k, 10k and 100k chunks, with peak memory.
+
+Usage::
+
+    uv run python benchmarks/search_latency.py [--chunks 1000,10000,100000]
+        [--embedder hashing,static] [--queries 200] [--cache /tmp/memlens-bench-cache]
+        [--json] [--rebuild]
+
+For each target size a synthetic corpus with the real auto-memory size mix
+(:func:`memlens.core.bench.generate_corpus`; median ~1.5 KB, p90 ~4 KB, max 14 KB)
+is generated with enough files to give about that many chunks under the default
+chunker (adaptive 400/80), ingested and projected through ``MemoryService`` (the
+product path) with a 384-d hashing embedder and, when it loads, the shipped static
+model (256-d). Databases are cached under ``--cache`` keyed by everything that
+changes them, because building 100k chunks takes minutes; the build time is
+reported when a database is built.
+
+Search is timed through ``MemoryService.search`` (k=10, per-document cap 2) over
+generated queries, after a warm-up, in a **fresh subprocess per database**, so
+the peak RSS it reports (``ru_maxrss``) is that of opening the database and
+searching it, not of building it. The hybrid time is also broken down into its
+parts (lexical candidate query, query embedding, sqlite-vec KNN, node metadata
+fetch) to show where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from memlens.core import bench
+from memlens.core import search as search_mod
+from memlens.core.chunking import CHUNKER_VERSION, DEFAULT_CONFIG, chunk_markdown
+from memlens.core.db import SCHEMA_VERSION
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 0
+
+
+def _embedder_opts(name: str) -> dict[str, Any]:
+    return {"dim": 384} if name == "hashing" else {}
+
+
+def chunks_per_file(sample: int = 2000) -> float:
+    """Chunks per generated file under the default chunker (no database needed)."""
+    with tempfile.TemporaryDirectory() as d:
+        bench.generate_corpus(Path(d) / "s", sample, seed=SEED + 99)
+        n = 0
+        files = sorted((Path(d) / "s").rglob("*.md"))
+        for p in files:
+            n += len(chunk_markdown(p.read_text(), DEFAULT_CONFIG, path=p.name).chunks)
+    return n / len(files)
+
+
+def _key(files: int, fingerprint: str) -> str:
+    raw = json.dumps([files, SEED, fingerprint, DEFAULT_CONFIG.canonical_json(), CHUNKER_VERSION,
+                      SCHEMA_VERSION, bench.GENERATOR_VERSION])
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def build(db: Path, files: int, embedder_name: str) -> dict[str, Any]:
+    """Generate ``files`` files and ingest + project them into ``db`` (child process)."""
+    from memlens.core.config import load_settings
+    from memlens.core.embedding import make_embedder
+    from memlens.core.service import MemoryService
+    from memlens.core.sources import roots_for_path
+
+    emb = make_embedder(embedder_name, _embedder_opts(embedder_name))
+    corpus = db.parent / f"corpus-{files}-{SEED}"
+    t0 = time.perf_counter()
+    if not corpus.exists():
+        bench.generate_corpus(corpus, files, seed=SEED)
+    t1 = time.perf_counter()
+    tmp = db.with_suffix(".building")
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(tmp) + suffix).unlink(missing_ok=True)
+    settings = load_settings(db.parent / "none.toml", env={}, overrides={"db": str(tmp)})
+    svc = MemoryService(settings, clock=bench.FixedClock(), embedder=emb,
+                        install_key=bench.FIXED_INSTALL_KEY)
+    svc.ingest(roots_for_path(corpus), project=False)
+    t2 = time.perf_counter()
+    bench.project_all(svc)
+    t3 = time.perf_counter()
+    size = bench.index_size(svc.conn(), tmp)
+    chunks = int(svc.conn().execute("SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0])
+    svc.close()
+    tmp.rename(db)
+    return {"files": files, "chunks": chunks, "generate_seconds": round(t1 - t0, 2),
+            "ingest_seconds": round(t2 - t1, 2), "project_seconds": round(t3 - t2, 2),
+            "build_seconds": round(t3 - t0, 2), "build_maxrss_mb": _maxrss_mb(), **size}
+
+
+def _maxrss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(bench.percentile(times, 50), 3),
+            "p95_ms": round(bench.percentile(times, 95), 3),
+            "mean_ms": round(statistics.fmean(times), 3)}
+
+
+def measure(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
+    """Time every mode and the parts of hybrid on one database (child process)."""
+    from memlens.core.config import load_settings
+    from memlens.core.embedding import make_embedder
+    from memlens.core.service import MemoryService
+
+    rss0 = _maxrss_mb()
+    emb = make_embedder(embedder_name, _embedder_opts(embedder_name))
+    settings = load_settings(db.parent / "none.toml", env={}, overrides={"db": str(db)})
+    svc = MemoryService(settings, embedder=emb, install_key=bench.FIXED_INSTALL_KEY)
+    conn = svc.conn()
+    queries = bench.generate_queries(n_queries, seed=3)
+    out: dict[str, Any] = {"modes": {}, "parts": {}}
+    out["chunks"] = int(conn.execute("SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0])
+    for mode in search_mod.MODES:
+        for q in queries[:10]:
+            svc.search(q, mode=mode, k=10)
+        times = []
+        hits = 0
+        for q in queries:
+            t = time.perf_counter()
+            r = svc.search(q, mode=mode, k=10)
+            times.append(1000 * (time.perf_counter() - t))
+            hits += len(r.hits)
+        out["modes"][mode] = {**_stats(times), "mean_hits": round(hits / len(queries), 2)}
+    # Parts of hybrid (k=10 -> 50 candidates from each side).
+    n = max(search_mod.CANDIDATES, 30)
+    parts: dict[str, list[float]] = {"lexical_candidates": [], "embed_query": [],
+                                     "vector_candidates": [], "knn_sql_only": []}
+    space = search_mod.vector_space_for(conn, emb)
+    from memlens.core.db import vec_table_name
+
+    for q in queries:
+        t = time.perf_counter()
+        search_mod.lexical(conn, q, k=n)
+        parts["lexical_candidates"].append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        vec = emb.embed_query(q)
+        parts["embed_query"].append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        search_mod.vector(conn, q, emb, k=n)
+        parts["vector_candidates"].append(1000 * (time.perf_counter() - t))
+        if space is not None:
+            t = time.perf_counter()
+            list(conn.execute(f"SELECT node_id, distance FROM {vec_table_name(space)}"
+                              " WHERE embedding MATCH ? AND k=?", (vec.tobytes(), n)))
+            parts["knn_sql_only"].append(1000 * (time.perf_counter() - t))
+    out["parts"] = {k: _stats(v) for k, v in parts.items() if v}
+    svc.close()
+    out["maxrss_mb"] = _maxrss_mb()
+    out["start_rss_mb"] = rss0
+    return out
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"child {args} failed:\n{proc.stderr}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--chunks", default="1000,10000,100000")
+    ap.add_argument("--embedder", default="hashing,static")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/memlens-bench-cache"))
+    ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--_build", nargs=3, metavar=("DB", "FILES", "EMBEDDER"), help=argparse.SUPPRESS)
+    ap.add_argument("--_measure", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a._build:
+        print(json.dumps(build(Path(a._build[0]), int(a._build[1]), a._build[2])))
+        return 0
+    if a._measure:
+        print(json.dumps(measure(Path(a._measure[0]), a._measure[1], int(a._measure[2]))))
+        return 0
+
+    from memlens.core.embedding import EmbeddingError, make_embedder
+
+    a.cache.mkdir(parents=True, exist_ok=True)
+    ratio = chunks_per_file()
+    rows: list[dict[str, Any]] = []
+    for name in bench.split_list(a.embedder):
+        try:
+            emb = make_embedder(name, _embedder_opts(name))
+        except EmbeddingError as exc:
+            print(f"skipping {name}: {exc}", file=sys.stderr)
+            continue
+        for target in [int(x) for x in bench.split_list(a.chunks)]:
+            files = max(1, math.ceil(target / ratio))
+            db = a.cache / f"search-{_key(files, emb.fingerprint())}-{name}-{files}.db"
+            built: dict[str, Any] | None = None
+            if a.rebuild or not db.exists():
+                print(f"building {db.name} ({files} files)...", file=sys.stderr, flush=True)
+                built = _child(["--_build", str(db), str(files), name])
+            print(f"measuring {db.name}...", file=sys.stderr, flush=True)
+            m = _child(["--_measure", str(db), name, str(a.queries)])
+            row = {"target_chunks": target, "files": files, "embedder": name,
+                   "fingerprint": emb.fingerprint(), "db": str(db),
+                   "db_bytes": db.stat().st_size, "build": built, **m}
+            rows.append(row)
+            if not a.json:
+                md = " | ".join(f"{row['modes'][mo]['p50_ms']:.2f} / {row['modes'][mo]['p95_ms']:.2f}"
+                                for mo in search_mod.MODES)
+                chunks = row["chunks"]
+                print(f"| {target} | {chunks} | {name} | {md} | {row['maxrss_mb']:.0f} MB |",
+                      flush=True)
+    report = {"chunks_per_file": round(ratio, 3), "cpu_count": os.cpu_count(),
+              "queries": a.queries, "rows": rows}
+    if a.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(json.dumps(report, indent=2), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,213 @@
+"""``memlens bench``: compare chunking strategies, search modes and embedders.
+
+All measuring lives in :mod:`memlens.core.bench`; this module parses flags, shows
+a rich progress bar when stderr is a terminal, and prints Markdown or JSON.
+
+Examples::
+
+    memlens bench                                   # the full default comparison
+    memlens bench --strategies whole,windows:96:24 --modes lexical --json
+    memlens bench --out docs/research/auto-memory-results.md
+    memlens bench --generate 100,1000,10000 --embedder hashing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the ``bench`` subcommand to the main parser's subparsers."""
+    p = sub.add_parser(
+        "bench", help="benchmark chunking strategies, search modes and embedders",
+        description="Ingest the corpus into a fresh temporary database per strategy and "
+        "embedder, run every labelled query in each search mode, and report chunks, index "
+        "size, ingest time and Hit@1/Hit@3/MRR/nDCG@10/Recall@5 at document and section "
+        "level, overall and per query kind. With --generate, time ingest and search on "
+        "synthetic corpora instead (no relevance metrics). The --db option is not used: "
+        "every run works on temporary databases.",
+        epilog="Strategies: whole, headings, windows-48-12, adaptive-400-80, or "
+        "KIND:MAX:OVERLAP such as windows:96:24 or adaptive:200:40. Embedders: hashing, "
+        "static, model2vec, sentence-transformers, openai (options from the config file's "
+        "[embedder] table apply to the configured embedder).")
+    p.add_argument("--corpus", type=Path, default=None, metavar="DIR",
+                   help="folder of Claude project folders (default: the bundled corpus/)")
+    p.add_argument("--queries", type=Path, default=None, metavar="FILE",
+                   help="labelled queries, JSON lines (default: CORPUS/queries.jsonl)")
+    p.add_argument("--strategies", default=None, metavar="LIST",
+                   help="comma list of strategies (default: whole,headings,windows-48-12,"
+                   "adaptive-400-80; with --generate: adaptive-400-80)")
+    p.add_argument("--modes", default="lexical,vector,hybrid", metavar="LIST",
+                   help="comma list of search modes (default: lexical,vector,hybrid)")
+    p.add_argument("--embedder", default=None, metavar="NAME[,NAME...]",
+                   help="embedders to compare (default: every one available here; the others "
+                   "are listed as skipped with the reason)")
+    p.add_argument("--per-document", type=int, default=2, metavar="N",
+                   help="hits per document in section-level lists, as the search engine shows "
+                   "them (default 2; 0 = no cap)")
+    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="also write the Markdown report here (a hand-written reading between "
+                   "the notes markers of an existing file is kept)")
+    p.add_argument("--generate", default=None, metavar="N[,N...]",
+                   help="scale run on generated corpora of N files (e.g. 100,1000,10000)")
+    p.add_argument("--seed", type=int, default=0, help="generator seed for --generate (0)")
+    p.add_argument("--workdir", type=Path, default=None, metavar="DIR",
+                   help="keep the temporary databases (and generated corpora) here")
+    common(p)
+    p.set_defaults(handler=cmd_bench)
+
+
+def _err(msg: str) -> None:
+    print(f"memlens: {msg}", file=sys.stderr)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
+    """Yield (total, advance) callbacks backed by a rich progress bar on stderr."""
+    if not enabled:
+        yield None, None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = progress.add_task("bench", total=None)
+
+    def total(n: int) -> None:
+        progress.update(task, total=n)
+
+    def advance(desc: str, n: int) -> None:
+        progress.update(task, advance=n, description=desc[:50].ljust(50))
+
+    with progress:
+        yield total, advance
+
+
+def _command_line(argv: list[str]) -> str:
+    return "memlens " + " ".join(shlex.quote(a) for a in argv)
+
+
+def _embedder_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Options from the config file's [embedder] table, for the configured embedder."""
+    from memlens.core.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(getattr(args, "config", None))
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    name = str(settings.get("embedder.name"))
+    if name in ("auto", "") or not settings.embedder_options:
+        return {}
+    return {name.replace("_", "-"): dict(settings.embedder_options)}
+
+
+class _Usage(Exception):
+    pass
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``memlens bench``."""
+    from memlens.core import bench
+
+    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli.py")) else []
+    command = _command_line(argv or _reconstruct(args))
+    try:
+        strategies = bench.parse_strategies(
+            args.strategies or ("adaptive-400-80" if args.generate else
+                                ",".join(bench.DEFAULT_STRATEGIES)))
+        modes = bench.split_list(args.modes)
+        embedders = bench.split_list(args.embedder) if args.embedder else None
+        options = _embedder_options(args)
+        if args.per_document < 0:
+            raise bench.BenchError("--per-document must be 0 or more")
+        show = sys.stderr.isatty()
+        if args.generate:
+            try:
+                sizes = [int(x) for x in bench.split_list(args.generate)]
+            except ValueError:
+                raise bench.BenchError(f"--generate takes file counts such as 100,1000, "
+                                       f"got {args.generate!r}") from None
+            with _progress(show) as (total, advance):
+                report = bench.run_scale(sizes, strategies, modes, embedders,
+                                         embedder_options=options, seed=args.seed,
+                                         workdir=args.workdir, command=command,
+                                         progress=advance, total=total)
+        else:
+            corpus = args.corpus or _default_corpus()
+            queries = args.queries or corpus / "queries.jsonl"
+            opts = bench.BenchOptions(corpus=corpus, queries=queries, strategies=strategies,
+                                      modes=modes, embedders=embedders,
+                                      embedder_options=options, per_document=args.per_document,
+                                      workdir=args.workdir, command=command)
+            with _progress(show) as (total, advance):
+                report = bench.run_bench(opts, progress=advance, total=total)
+    except (bench.BenchError, _Usage) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    notes = None
+    if args.out is not None and args.out.exists():
+        notes = bench.extract_notes(args.out.read_text(encoding="utf-8"))
+    md = bench.render_markdown(report, notes)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(md, encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    elif args.out is not None:
+        _summary(report)
+        print(f"report written to {args.out}")
+    else:
+        sys.stdout.write(md)
+    for e in report.get("embedders", []):
+        if e["status"] != "ok" and not args.json:
+            _err(f"embedder {e['name']} skipped: {e['reason']}")
+    return EXIT_OK
+
+
+def _reconstruct(args: argparse.Namespace) -> list[str]:
+    out = ["bench"]
+    for flag in ("corpus", "queries", "strategies", "embedder", "generate", "out"):
+        v = getattr(args, flag, None)
+        if v is not None:
+            out += [f"--{flag}", str(v)]
+    if args.modes != "lexical,vector,hybrid":
+        out += ["--modes", args.modes]
+    if args.json:
+        out.append("--json")
+    return out
+
+
+def _default_corpus() -> Path:
+    from memlens.core.bench import BenchError
+    from memlens.tui.demo import DemoUnavailable, bundled_corpus
+
+    try:
+        return bundled_corpus()
+    except DemoUnavailable as exc:
+        raise BenchError(f"{exc}; pass --corpus DIR") from None
+
+
+def _summary(report: dict[str, Any]) -> None:
+    if report.get("kind") == "scale":
+        for r in report["scale"]:
+            print(f"{r['files']:>6} files  {r['strategy']:<16} {r['embedder']:<10} "
+                  f"{r['chunks']:>7} chunks  ingest+project {r['total_seconds']:.2f}s")
+        return
+    for r in report["results"]:
+        if "doc" not in r:
+            continue
+        d = r["doc"]["overall"]
+        s = r["section"]["overall"]
+        who = r["mode"] + (f"/{r['embedder']}" if r.get("embedder") else "")
+        print(f"{r['strategy']:<16} {who:<22} doc MRR {d['mrr']:.3f}  section MRR {s['mrr']:.3f}")
