@@ -33,7 +33,7 @@ import sqlite_vec
 
 from . import faults
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 15_000
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -205,7 +205,24 @@ CREATE INDEX IF NOT EXISTS idx_documents_path ON memory_documents(logical_path);
 CREATE INDEX IF NOT EXISTS idx_nodes_space ON knowledge_nodes(vector_space);
 """
 
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3]
+# v4: the embedding cache becomes a rowid table. As WITHOUT ROWID, each 1-1.5 KB vector
+# overflowed into its own page (~4.7 KB per row; 44% of a 100k-chunk database).
+_SCHEMA_V4 = """
+CREATE TABLE embedding_cache_v4 (
+    id INTEGER PRIMARY KEY,
+    chunk_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (chunk_hash, fingerprint)
+);
+INSERT INTO embedding_cache_v4(chunk_hash, fingerprint, vector, created_at)
+    SELECT chunk_hash, fingerprint, vector, created_at FROM embedding_cache;
+DROP TABLE embedding_cache;
+ALTER TABLE embedding_cache_v4 RENAME TO embedding_cache;
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4]
 
 _vec_path: str | None = None
 _vec_lock = threading.Lock()

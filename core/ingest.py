@@ -207,6 +207,11 @@ def ingest_root(
         except SourceError as exc:
             errored.add(sf.logical_path)
             emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
+            errored.add(sf.logical_path)
+            emit(FileChange("failed", root.repository, sf.logical_path,
+                            error=f"internal error while reading ({exc.__class__.__name__}: "
+                            f"{exc}); please report it"))
 
     vanished = [
         d for p, d in live.items()

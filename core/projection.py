@@ -99,7 +99,8 @@ def pending_count(conn: apsw.Connection) -> dict[str, int]:
 
 
 def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
-          document_ids: Sequence[int] | None = None, force: bool = False) -> list[tuple[int, int]]:
+          document_ids: Sequence[int] | None = None, force: bool = False,
+          exclude: set[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
     """Claim documents that need projecting; returns (document_id, revision_id) pairs.
 
     Claims pending documents, failed/stale ones whose back-off has expired (or all
@@ -122,6 +123,8 @@ def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
         out: list[tuple[int, int]] = []
         for r in cand:
             if wanted is not None and r["id"] not in wanted:
+                continue
+            if exclude and (int(r["id"]), int(r["current_revision_id"])) in exclude:
                 continue
             if r["projection_status"] == "processing" and _owner_alive(r["projection_owner"]) \
                     and r["projection_owner"] != owner:
@@ -276,15 +279,26 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
                     owner: str | None = None, document_ids: Sequence[int] | None = None,
                     force: bool = False, retry_base: float = 5.0, retry_cap: float = 3600.0,
                     on_progress: Callable[[ProjectionOutcome], None] | None = None,
-                    ) -> ProjectionReport:
-    """Project every document that needs it (see :func:`claim`)."""
+                    batch: int = 500) -> ProjectionReport:
+    """Project every document that needs it (see :func:`claim`), in batches until none is left.
+
+    A (document, revision) pair is attempted at most once per call, so a document that
+    keeps failing cannot loop; it waits for its back-off instead.
+    """
     owner = owner or process_owner()
     report = ProjectionReport()
-    for doc_id, rev_id in claim(conn, now(), owner, document_ids=document_ids, force=force):
-        o = project_one(conn, doc_id, rev_id, embedder, now, owner, retry_base, retry_cap)
-        report.outcomes.append(o)
-        if on_progress:
-            on_progress(o)
+    attempted: set[tuple[int, int]] = set()
+    while True:
+        claimed = claim(conn, now(), owner, document_ids=document_ids, force=force, limit=batch,
+                        exclude=attempted)
+        if not claimed:
+            break
+        for doc_id, rev_id in claimed:
+            attempted.add((doc_id, rev_id))
+            o = project_one(conn, doc_id, rev_id, embedder, now, owner, retry_base, retry_cap)
+            report.outcomes.append(o)
+            if on_progress:
+                on_progress(o)
     return report
 
 

@@ -392,8 +392,11 @@ class MemoryService:
                ) -> search_mod.SearchResult:
         """Search active projections (see :mod:`memlens.core.search`)."""
         emb = self.embedder if mode != "lexical" else None
-        return search_mod.search(self.conn(), query, mode=mode, embedder=emb, k=k,
-                                 repository=repository, doc_type=doc_type)
+        conn = self.conn()
+        # One read snapshot: a projection swap in another process can't mix generations.
+        with dbm.read_txn(conn):
+            return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
+                                     repository=repository, doc_type=doc_type)
 
     def index_warnings(self, doc_id: int) -> list[IndexWarning]:
         """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""

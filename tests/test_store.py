@@ -437,3 +437,35 @@ def test_retention_keeps_current_and_active(make_service: Any, tree: Any) -> Non
     assert hist[0]["id"] == doc["current_revision_id"] == doc["active_revision_id"]
     assert [h["number"] for h in hist] == sorted((h["number"] for h in hist), reverse=True)
     assert svc.doctor()[1] == []
+
+
+def test_projection_runs_in_batches_until_done(make_service: Any, tree: Any) -> None:
+    """project_pending keeps claiming until nothing is pending (not just the first batch)."""
+    from memlens.core import projection as proj
+
+    for i in range(7):
+        tree.write(f"n{i}.md", f"# N{i}\n\nnote number {i}\n")
+    svc = make_service()
+    _ingest(svc, tree, project=False)
+    rep = proj.project_pending(svc.conn(), svc.embedder, svc.clock, batch=2)
+    assert rep.count("ready") == 7
+    assert proj.pending_count(svc.conn())["pending"] == 0
+
+
+def test_embedding_cache_reused_on_rename(make_service: Any, tree: Any) -> None:
+    """A rename re-projects from the cache without calling the embedder again."""
+    calls: list[int] = []
+    inner = make_embedder("hashing", {"dim": 64})
+
+    class Counting(FlakyEmbedder):
+        def embed_documents(self, texts: Any) -> np.ndarray:
+            calls.append(len(texts))
+            return inner.embed_documents(texts)
+
+    svc = make_service(embedder=Counting())
+    tree.write("a.md", ALPHA)
+    _ingest(svc, tree)
+    assert calls == [1]
+    tree.rename("a.md", "b.md")
+    _ingest(svc, tree)
+    assert calls == [1]
