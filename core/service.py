@@ -108,6 +108,20 @@ class MemoryService:
                 self._conns.append(c)
         return c
 
+    def release_thread_connection(self) -> None:
+        """Close the calling thread's connection (worker threads call this before they end)."""
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            return
+        self._local.conn = None
+        with self._conns_lock:
+            if c in self._conns:
+                self._conns.remove(c)
+        try:
+            c.close()
+        except apsw.Error:
+            pass
+
     def close(self) -> None:
         """Close every connection this service opened."""
         with self._conns_lock:

@@ -14,7 +14,9 @@ import pytest
 try:
     import pytest_textual_snapshot as _pts
 
-    _pts.SVGImageExtension.dirname = str(Path(__file__).resolve().parent.parent / "snapshots")
+    _SNAP_DIR = Path(__file__).resolve().parent.parent / "snapshots"
+    _pts.SVGImageExtension.dirname = classmethod(  # type: ignore[method-assign]
+        lambda cls, *, test_location: str(_SNAP_DIR / test_location.basename))
 except ImportError:  # pragma: no cover - plugin is a dev dependency
     pass
 

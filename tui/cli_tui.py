@@ -1,0 +1,94 @@
+"""``memlens tui``: open the terminal UI (also what ``memlens`` alone does).
+
+With no PATH it opens over the user's Claude memory (``~/.claude/projects/*/
+memory``, or the configured roots). When there is none — or with ``--demo`` —
+it opens over a copy of the bundled demo corpus with its own database, and says
+so in the title and the status bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any, common: Callable[..., None]) -> None:
+    """Add the ``tui`` subcommand to the ``memlens`` parser."""
+    p = sub.add_parser(
+        "tui", help="open the terminal UI (the default command)",
+        description="Browse memory in a terminal UI: documents by repository, chunk "
+        "boundaries, revision timeline with diffs, projection status, live search and "
+        "rechunk with preview. PATH is a memory folder, a Claude project folder or a folder "
+        "of project folders; with none, ~/.claude/projects/*/memory is used, or a copy of "
+        "the bundled demo corpus when there is no Claude memory. Press ? inside for keys.",
+        epilog="Examples: `memlens`, `memlens tui corpus/ --db /tmp/demo.db`, "
+        "`memlens tui --demo`.")
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                   help="memory folders to open (default: your Claude memory)")
+    p.add_argument("--repository", help="repository name for a single memory folder")
+    p.add_argument("--no-watch", action="store_true",
+                   help="do not watch the folders for changes (config: watch.enabled)")
+    p.add_argument("--demo", action="store_true",
+                   help="open a copy of the bundled demo corpus (own database unless --db)")
+    p.add_argument("--no-ingest", action="store_true",
+                   help="only show what is already in the database")
+    common(p, json_flag=False)
+    p.set_defaults(handler=cmd_tui)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    """Open the UI; returns the exit code."""
+    from memlens.core.config import ConfigError, load_settings
+    from memlens.core.service import MemoryService
+    from memlens.core.sources import UsageError
+
+    from .cli import EXIT_FAIL, EXIT_OK, CliError
+    from .demo import DEMO_NOTE, DemoUnavailable, demo_db_path, prepare_demo
+
+    paths: list[Path] = list(getattr(args, "paths", None) or [])
+    overrides: dict[str, Any] = {"db": str(args.db) if args.db else None}
+    try:
+        settings = load_settings(args.config, overrides=overrides)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    probe = MemoryService(settings)
+    demo = bool(args.demo)
+    note = ""
+    try:
+        roots = [] if demo else probe.resolve_roots(paths or None, args.repository)
+    except UsageError as exc:
+        raise CliError(str(exc)) from None
+    if not demo and not roots and not paths:
+        demo = True
+        note = DEMO_NOTE
+    scan_paths = paths or None
+    if demo:
+        note = note or "demo: a copy of the bundled corpus (--demo)"
+        try:
+            copy = prepare_demo()
+        except DemoUnavailable as exc:
+            raise CliError(str(exc), EXIT_FAIL) from None
+        roots = probe.resolve_roots([copy])
+        scan_paths = [copy]
+        user_db = args.db is not None or os.environ.get("MEMLENS_DB") or \
+            settings.origins.get("db", "default") != "default"
+        if not user_db:
+            settings = load_settings(args.config, overrides={"db": str(demo_db_path())})
+        note = f"{note} ({copy})"
+    elif not roots:
+        raise CliError("no memory folders found under " + ", ".join(map(str, paths)), EXIT_FAIL)
+    service = MemoryService(settings)
+    watch = not args.no_watch and bool(settings.get("watch.enabled"))
+
+    from .app import MemlensApp
+
+    app = MemlensApp(service, watch=watch, roots=roots, scan_paths=scan_paths,
+                     ingest=not args.no_ingest, demo=demo, demo_note=note)
+    try:
+        app.run()
+    finally:
+        service.close()
+    return EXIT_OK if app.return_code in (None, 0) else int(app.return_code or 1)

@@ -1,0 +1,1 @@
+"""Screens of the memlens UI: live search, the rechunk dialog, help."""

@@ -1,0 +1,266 @@
+"""The rechunk dialog: pick a chunker config and preview it before anything is written.
+
+The preview (``MemoryService.preview_rechunk``) runs in a thread worker on every
+change and shows the proposed boundaries beside the current ones, with chunk
+count and min/median/max tokens. Apply returns a :class:`RechunkRequest`;
+Cancel (or Escape) returns ``None`` and writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static, Switch
+from textual.worker import get_current_worker
+
+from memlens.core.chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
+from memlens.core.views import release_thread_connection
+
+from ..messages import PreviewReady
+from ..widgets.debounce import Debouncer
+from ..widgets.fmt import size_bar, token_stats
+
+PREVIEW_DEBOUNCE = 0.1
+
+
+@dataclass(frozen=True)
+class RechunkRequest:
+    """What the user asked for: a config, for one document or for all."""
+
+    config: ChunkerConfig
+    all_documents: bool
+    doc_id: int | None
+
+
+def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400) -> Content:
+    """One line per chunk: ordinal, tokens, size bar, character span, heading path."""
+    parts: list[Any] = []
+    for c in chunks[:limit]:
+        bar, over = size_bar(c.tokens, max_tokens, 8)
+        head = " › ".join(c.heading_path) or ("(top)" if c.ordinal == 0 else "(no heading)")
+        parts += [(f"#{c.ordinal:<3}", "bold"), f"{c.tokens:>5}t ",
+                  (bar, "$text-error" if over else "$text-success"),
+                  (f" {c.start_char:>6}–{c.end_char:<6}", "$text-muted"), f"{head}\n"]
+    if len(chunks) > limit:
+        parts.append((f"… {len(chunks) - limit:,} more\n", "$text-muted"))
+    if not chunks:
+        parts.append(("(no chunks: blank text)", "$text-muted"))
+    return Content.assemble(*parts)
+
+
+def boundary_ruler(chunks: list[Chunk], length: int, width: int = 48) -> str:
+    """The whole text as ``width`` cells with ``┃`` where a chunk starts and ``▒`` on overlaps."""
+    if not chunks or length <= 0:
+        return "─" * width
+    cells = ["─"] * width
+
+    def col(pos: int) -> int:
+        return min(width - 1, pos * width // length)
+
+    for c in chunks:
+        if c.overlap_chars:
+            for i in range(col(c.start_char), col(c.start_char + c.overlap_chars) + 1):
+                cells[i] = "▒"
+    for c in chunks:
+        cells[col(c.start_char)] = "┃"
+    return "".join(cells)
+
+
+def stats_line(label: str, chunks: list[Chunk], length: int) -> Content:
+    """Label, ``N chunks · tokens min/median/max a/b/c`` and the boundary ruler."""
+    n, lo, med, hi = token_stats([c.tokens for c in chunks])
+    return Content.assemble((label, "bold"),
+                            f"\n{n} chunks · tokens min/median/max {lo}/{med}/{hi}\n",
+                            (boundary_ruler(chunks, length), "$text-accent"))
+
+
+class RechunkDialog(ModalScreen["RechunkRequest | None"]):
+    """Choose strategy, max tokens and overlap; preview; apply or cancel."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "apply", "Apply"),
+    ]
+
+    DEFAULT_CSS = """
+    RechunkDialog {
+        align: center middle;
+        & #dialog {
+            width: 120; max-width: 95%; height: 38; max-height: 95%;
+            border: thick $primary; background: $surface; padding: 0 1;
+        }
+        & #dialog-title { text-style: bold; height: 1; margin-bottom: 1; }
+        & #form { height: 3; }
+        & #form Label { padding: 1 1 0 0; width: auto; }
+        & #strategy { width: 20; }
+        & #max-tokens, & #overlap { width: 12; }
+        & #all-docs { width: auto; }
+        & #preview { height: 1fr; margin-top: 1; }
+        & .column { width: 1fr; height: 1fr; }
+        & .column-head { height: 3; background: $panel; padding: 0 1; }
+        & .column-body { height: 1fr; border: round $panel-lighten-2; padding: 0 1; }
+        & .column-body > Static { text-wrap: nowrap; text-overflow: ellipsis; }
+        & #error { height: 1; color: $text-error; }
+        & #buttons { height: 3; align-horizontal: right; }
+        & #buttons Button { margin-left: 2; }
+    }
+    """
+
+    def __init__(self, doc_id: int, label: str, base: ChunkerConfig, live_count: int) -> None:
+        super().__init__()
+        self.doc_id = doc_id
+        self.label = label
+        self.base = base
+        self.live_count = live_count
+        self.config: ChunkerConfig | None = base
+        self.debouncer = Debouncer(self, PREVIEW_DEBOUNCE)
+        self._key: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Form, side-by-side preview, buttons."""
+        with Vertical(id="dialog"):
+            yield Static(Content.assemble(("Rechunk ", "bold"), self.label), id="dialog-title")
+            with Horizontal(id="form"):
+                yield Label("strategy")
+                yield Select([(s, s) for s in STRATEGIES], value=self.base.strategy,
+                             allow_blank=False, id="strategy")
+                yield Label("max tokens")
+                yield Input(str(self.base.max_tokens), type="integer", id="max-tokens")
+                yield Label("overlap")
+                yield Input(str(self.base.overlap_tokens), type="integer", id="overlap")
+                yield Label("all documents")
+                yield Switch(False, id="all-docs")
+            with Horizontal(id="preview"):
+                with Vertical(classes="column"):
+                    yield Static("current", id="current-head", classes="column-head")
+                    with VerticalScroll(classes="column-body"):
+                        yield Static("…", id="current-body")
+                with Vertical(classes="column"):
+                    yield Static("proposed", id="proposed-head", classes="column-head")
+                    with VerticalScroll(classes="column-body"):
+                        yield Static("…", id="proposed-body")
+            yield Static("", id="error")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Apply (ctrl+s)", id="apply", variant="primary")
+
+    def on_mount(self) -> None:
+        """First preview with the current settings."""
+        self.query_one("#max-tokens", Input).focus()
+        self._changed()
+
+    def set_all_documents(self) -> None:
+        """Turn the "all documents" switch on (the palette's "Rechunk all")."""
+        self.query_one("#all-docs", Switch).value = True
+
+    # -- form ---------------------------------------------------------------
+    def _read(self) -> ChunkerConfig:
+        strategy = self.query_one("#strategy", Select).value
+        try:
+            max_tokens = int(self.query_one("#max-tokens", Input).value)
+        except ValueError:
+            raise ChunkerConfigError("max_tokens", "must be a whole number") from None
+        try:
+            overlap = int(self.query_one("#overlap", Input).value or "0")
+        except ValueError:
+            raise ChunkerConfigError("overlap_tokens", "must be a whole number") from None
+        d = self.base.to_dict()
+        d.update(strategy=str(strategy), max_tokens=max_tokens, overlap_tokens=overlap)
+        return ChunkerConfig.from_dict(d)
+
+    @on(Select.Changed)
+    @on(Input.Changed)
+    @on(Switch.Changed)
+    def _changed(self, event: Any = None) -> None:
+        if event is not None:
+            event.stop()
+        error = self.query_one("#error", Static)
+        apply = self.query_one("#apply", Button)
+        try:
+            cfg = self._read()
+        except (ChunkerConfigError, ValueError, TypeError) as exc:
+            self.config = None
+            error.update(str(exc))
+            apply.disabled = True
+            return
+        self.config = cfg
+        apply.disabled = False
+        scope = (f"applies to all {self.live_count:,} live documents; preview shows this one"
+                 if self.query_one("#all-docs", Switch).value else "applies to this document")
+        error.update(Content.styled(scope, "$text-muted"))
+        self.debouncer.start(lambda: self._preview(cfg))
+
+    def _preview(self, cfg: ChunkerConfig) -> None:
+        if cfg != self.config:
+            return
+        self._key = (cfg.canonical_json(),)
+        self.run_preview(self._key, cfg)
+
+    @work(thread=True, exclusive=True, group="rechunk-preview", exit_on_error=False)
+    def run_preview(self, key: tuple[Any, ...], cfg: ChunkerConfig) -> None:
+        """Chunk the stored text with ``cfg`` (nothing is written)."""
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            current, proposed = service.preview_rechunk(self.doc_id, cfg)
+            msg = PreviewReady(key, current, proposed)
+        except Exception as exc:  # noqa: BLE001 - shown in the dialog
+            msg = PreviewReady(key, [], [], error=str(exc))
+        finally:
+            release_thread_connection(service)
+        if not get_current_worker().is_cancelled:
+            self.post_message(msg)
+
+    @on(PreviewReady)
+    def _preview_ready(self, message: PreviewReady) -> None:
+        if message.key != self._key or self.config is None:
+            return
+        if message.error:
+            self.query_one("#error", Static).update(message.error)
+            return
+        cur_max = self.base.max_tokens
+        length = max([c.end_char for c in message.current + message.proposed] or [0])
+        self.query_one("#current-head", Static).update(
+            stats_line(f"current ({self.base.strategy}/{cur_max}/{self.base.overlap_tokens})",
+                       message.current, length))
+        self.query_one("#current-body", Static).update(chunks_content(message.current, cur_max))
+        cfg = self.config
+        self.query_one("#proposed-head", Static).update(
+            stats_line(f"proposed ({cfg.strategy}/{cfg.max_tokens}/{cfg.overlap_tokens})",
+                       message.proposed, length))
+        self.query_one("#proposed-body", Static).update(
+            chunks_content(message.proposed, cfg.max_tokens))
+
+    # -- buttons ------------------------------------------------------------------
+    @on(Button.Pressed, "#apply")
+    def _apply_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_apply()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_cancel()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_apply()
+
+    def action_apply(self) -> None:
+        """Close with the chosen config (nothing happens if it is invalid)."""
+        if self.config is None:
+            self.app.bell()
+            return
+        self.dismiss(RechunkRequest(self.config, self.query_one("#all-docs", Switch).value,
+                                    self.doc_id))
+
+    def action_cancel(self) -> None:
+        """Close without writing anything."""
+        self.dismiss(None)

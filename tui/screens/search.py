@@ -1,0 +1,264 @@
+"""Live search: results update as you type.
+
+Each keystroke restarts a 150 ms debounce timer; when it fires, one *exclusive*
+thread worker runs the query (a newer query cancels the older worker). A worker
+that was overtaken may still finish, so a result is applied only if its query
+and mode still match the input — a slow query never overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from memlens.core.search import MODES, SearchHit
+from memlens.core.views import release_thread_connection
+
+from ..messages import SearchOutcome, SearchResults
+from ..widgets.debounce import Debouncer
+
+DEBOUNCE_SECONDS = 0.15
+RESULTS = 20
+
+
+def next_mode(mode: str) -> str:
+    """hybrid → lexical → vector → hybrid."""
+    order = ("hybrid", "lexical", "vector")
+    return order[(order.index(mode) + 1) % len(order)] if mode in order else "hybrid"
+
+
+def snippet_content(hit: SearchHit) -> Content:
+    """The snippet on one line with the matched spans highlighted."""
+    # Same length replacements keep the highlight offsets valid.
+    text = hit.snippet.replace("\r", " ").replace("\n", " ").replace("\t", " ")
+    spans = sorted(hit.highlights)
+    # The searchable text starts with the heading path, which the first line shows already.
+    prefix = " > ".join(hit.heading_path)
+    if prefix and text.startswith(prefix):
+        cut = len(prefix)
+        while cut < len(text) and text[cut] == " ":
+            cut += 1
+        text = text[cut:]
+        spans = [(a - cut, b - cut) for a, b in spans if b > cut]
+    parts: list[Any] = []
+    pos = 0
+    for a, b in spans:
+        a, b = max(a, pos), min(b, len(text))
+        if a >= b:
+            continue
+        parts.append(text[pos:a])
+        parts.append((text[a:b], "bold reverse $text-warning"))
+        pos = b
+    parts.append(text[pos:])
+    return Content.assemble(*parts)
+
+
+def hit_content(n: int, hit: SearchHit) -> Content:
+    """Two lines: rank, document, chunk and signal ranks; then the snippet."""
+    head = " › ".join(hit.heading_path) or "(top)"
+    if len(head) > 48:
+        head = "…" + head[-47:]
+    ranks = []
+    for sig in ("lexical", "vector"):
+        r = hit.ranks.get(sig)
+        ranks.append(f"{sig[:3]} {r if r is not None else '–'}")
+    return Content.assemble(
+        (f"{n:>2}. ", "bold"),
+        (f"{hit.repository}/", "$text-muted"),
+        (hit.path, "bold"),
+        (f" #{hit.ordinal} ", "$text-accent"),
+        (head, "italic"),
+        (f"   score {hit.score:.4f} · {' · '.join(ranks)}", "$text-muted"),
+        "\n    ",
+        snippet_content(hit),
+    )
+
+
+class SearchScreen(Screen["SearchHit | None"]):
+    """Search active memory; Enter opens the hit in the chunk view."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back"),
+        Binding("ctrl+t", "cycle_mode", "Mode"),
+        Binding("down", "cursor(1)", "Next hit", show=False),
+        Binding("up", "cursor(-1)", "Previous hit", show=False),
+        Binding("enter", "open", "Open hit", priority=False),
+    ]
+
+    DEFAULT_CSS = """
+    SearchScreen {
+        & #search-box { height: auto; padding: 0 1; }
+        & #search-row { height: 3; }
+        & #search-input { width: 1fr; }
+        & #search-mode { width: auto; padding: 1 1 0 1; }
+        & #search-info { height: 1; color: $text-muted; padding: 0 1; }
+        & #search-results { height: 1fr; border: none; }
+    }
+    """
+
+    def __init__(self, query: str = "", mode: str = "hybrid") -> None:
+        super().__init__()
+        self.initial_query = query
+        self.mode = mode if mode in MODES else "hybrid"
+        self.hits: list[SearchHit] = []
+        self.last: SearchOutcome | None = None
+        self.debouncer = Debouncer(self, DEBOUNCE_SECONDS)
+        self._fired: tuple[str, str, float] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Input and mode on top, status line, then the results."""
+        with Vertical(id="search-box"):
+            with Horizontal(id="search-row"):
+                yield Input(value=self.initial_query, placeholder="Search memory…",
+                            id="search-input")
+                yield Static(self._mode_content(), id="search-mode")
+            yield Static("type to search · ctrl+t switches mode · enter opens",
+                         id="search-info")
+        yield OptionList(id="search-results")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Focus the input and run the initial query, if any."""
+        self.query_one("#search-input", Input).focus()
+        if self.initial_query.strip():
+            self._start(self.initial_query)
+
+    def _mode_content(self) -> Content:
+        parts: list[Any] = ["mode: "]
+        for m in ("hybrid", "lexical", "vector"):
+            if m == self.mode:
+                parts.append((f"[{m}]", "bold reverse $text-accent"))
+            else:
+                parts.append((f" {m} ", "$text-muted"))
+            parts.append(" ")
+        return Content.assemble(*parts)
+
+    @property
+    def query_text(self) -> str:
+        """What is in the input now."""
+        return self.query_one("#search-input", Input).value
+
+    # -- typing -------------------------------------------------------------
+    @on(Input.Changed, "#search-input")
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        value = event.value
+        self.debouncer.start(lambda: self._start(value))
+
+    @on(Input.Submitted, "#search-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_open()
+
+    def _start(self, query: str) -> None:
+        if query != self.query_text:
+            return  # superseded while the timer ran
+        if not query.strip():
+            self.hits = []
+            self.query_one("#search-results", OptionList).clear_options()
+            self.query_one("#search-info", Static).update("type to search")
+            return
+        self.query_one("#search-info", Static).update(f"searching ({self.mode})…")
+        self._fired = (query, self.mode, time.perf_counter())
+        self.run_search(query, self.mode)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def run_search(self, query: str, mode: str) -> None:
+        """Run one query in a thread and post the outcome."""
+        service = self.app.service  # type: ignore[attr-defined]
+        t0 = time.perf_counter()
+        try:
+            res = service.search(query, mode=mode, k=RESULTS)
+            out = SearchOutcome(query, mode, res, time.perf_counter() - t0, notes=res.notes)
+        except Exception as exc:  # noqa: BLE001 - shown in the UI, never a crash
+            out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc))
+        finally:
+            release_thread_connection(service)
+        if not get_current_worker().is_cancelled:
+            self.post_message(SearchResults(out))
+
+    @on(SearchResults)
+    def _results(self, message: SearchResults) -> None:
+        out = message.outcome
+        if out.query != self.query_text or out.mode != self.mode:
+            return  # stale: the input moved on
+        self.last = out
+        fired = self._fired
+        info = self.query_one("#search-info", Static)
+        ol = self.query_one("#search-results", OptionList)
+        if out.error:
+            self.hits = []
+            ol.clear_options()
+            info.update(Content.styled(f"search failed: {out.error}", "$text-error"))
+            self.notify(out.error, title="Search failed", severity="error")
+            return
+        assert out.result is not None
+        self.hits = list(out.result.hits)
+        ol.clear_options()
+        ol.add_options([Option(hit_content(i, h), id=str(i))
+                        for i, h in enumerate(self.hits, 1)])
+        if self.hits:
+            ol.highlighted = 0
+        if fired is not None and fired[:2] == (out.query, out.mode):
+            timings = getattr(self.app, "timings", None)
+            if timings is not None:
+                timings["search"].append(time.perf_counter() - fired[2])
+            self._fired = None
+        note = f" · {'; '.join(out.notes)}" if out.notes else ""
+        timing = f" · {out.elapsed * 1000:.0f} ms" if getattr(self.app, "show_timings", True) \
+            else ""
+        info.update(f"{len(self.hits)} hits · {out.mode}{timing}{note}"
+                    if self.hits else f"no results · {out.mode}{note}")
+
+    # -- actions --------------------------------------------------------------
+    def action_cycle_mode(self) -> None:
+        """Switch hybrid → lexical → vector and search again."""
+        self.set_mode(next_mode(self.mode))
+
+    def set_mode(self, mode: str) -> None:
+        """Use ``mode`` and re-run the current query."""
+        self.mode = mode
+        self.app.search_mode = mode  # type: ignore[attr-defined]
+        self.query_one("#search-mode", Static).update(self._mode_content())
+        self._start(self.query_text)
+
+    def on_click(self, event: Any) -> None:
+        """Clicking the mode indicator switches mode."""
+        if getattr(event, "widget", None) is self.query_one("#search-mode"):
+            self.action_cycle_mode()
+
+    def action_cursor(self, delta: int) -> None:
+        """Move the highlight in the results while typing."""
+        ol = self.query_one("#search-results", OptionList)
+        if not self.hits:
+            return
+        cur = ol.highlighted if ol.highlighted is not None else -1
+        ol.highlighted = max(0, min(len(self.hits) - 1, cur + delta))
+
+    def action_open(self) -> None:
+        """Open the highlighted hit."""
+        ol = self.query_one("#search-results", OptionList)
+        if not self.hits:
+            return
+        idx = ol.highlighted if ol.highlighted is not None else 0
+        self.dismiss(self.hits[idx])
+
+    @on(OptionList.OptionSelected, "#search-results")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.hits[event.option_index])
+
+    def action_close(self) -> None:
+        """Back to the browser without opening anything."""
+        self.app.search_query = self.query_text  # type: ignore[attr-defined]
+        self.dismiss(None)

@@ -1,0 +1,114 @@
+"""Small formatting helpers shared by the widgets (pure functions, no Textual state).
+
+Statuses always carry a glyph *and* a word or colour, so the UI reads without
+colour too. Timestamps are shown in UTC from stored values (never "now"), which
+keeps screenshots deterministic.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+STATUS_GLYPHS: dict[str, str] = {
+    "ready": "✓",
+    "pending": "…",
+    "processing": "⟳",
+    "failed": "✗",
+    "stale": "≈",
+    "tombstoned": "†",
+}
+"""Glyph per projection status (tombstoned = deleted document)."""
+
+STATUS_STYLES: dict[str, str] = {
+    "ready": "$text-success",
+    "pending": "$text-warning",
+    "processing": "$text-accent",
+    "failed": "$text-error",
+    "stale": "$text-warning italic",
+    "tombstoned": "$text-muted strike",
+}
+"""Content style per status (theme variables, so light and dark both work)."""
+
+WARNING_GLYPH = "⚠"
+
+
+def glyph(status: str) -> str:
+    """The glyph of a status (``?`` for an unknown one)."""
+    return STATUS_GLYPHS.get(status, "?")
+
+
+def human_size(n: int | None) -> str:
+    """Bytes as a short human string: ``812 B``, ``2.1 KB``, ``3.4 MB``."""
+    if n is None:
+        return "-"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def timestamp(t: float | None) -> str:
+    """A stored epoch time as ``YYYY-MM-DD HH:MM:SS`` (UTC); ``-`` when missing."""
+    if not t:
+        return "-"
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def relative(t: float | None, now: float) -> str:
+    """``in 4s`` / ``3m ago`` relative to ``now`` (the injected clock)."""
+    if not t:
+        return "-"
+    d = t - now
+    word = "in {}" if d >= 0 else "{} ago"
+    d = abs(d)
+    if d < 60:
+        s = f"{d:.0f}s"
+    elif d < 3600:
+        s = f"{d / 60:.0f}m"
+    elif d < 86400:
+        s = f"{d / 3600:.1f}h"
+    else:
+        s = f"{d / 86400:.1f}d"
+    return word.format(s)
+
+
+def size_bar(tokens: int, max_tokens: int, width: int = 10) -> tuple[str, bool]:
+    """A bar of ``width`` cells for ``tokens`` against ``max_tokens``.
+
+    Returns the bar and whether the chunk is over the limit. Filled cells are
+    ``█``, the rest ``░`` so the bar reads without colour.
+    """
+    if max_tokens <= 0:
+        return "░" * width, False
+    ratio = tokens / max_tokens
+    filled = max(0, min(width, round(ratio * width)))
+    if tokens > 0 and filled == 0:
+        filled = 1
+    return "█" * filled + "░" * (width - filled), tokens > max_tokens
+
+
+def token_stats(tokens: Sequence[int]) -> tuple[int, int, int, int]:
+    """(count, min, median, max) of chunk token counts (zeros when empty)."""
+    if not tokens:
+        return 0, 0, 0, 0
+    return len(tokens), min(tokens), int(statistics.median(tokens)), max(tokens)
+
+
+def chunker_label(cfg: dict[str, object] | None) -> str:
+    """``adaptive/400/80`` for a stored chunker config."""
+    if not cfg:
+        return "-"
+    return f"{cfg.get('strategy', '-')}/{cfg.get('max_tokens', '-')}/{cfg.get('overlap_tokens', '-')}"
+
+
+def short_hash(h: str | None, n: int = 12) -> str:
+    """The first ``n`` hex digits of a hash."""
+    return (h or "-")[:n]
+
+
+def plural(n: int, word: str) -> str:
+    """``1 chunk`` / ``3 chunks``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

@@ -1,0 +1,99 @@
+"""The projection panel: what search serves for a document and why.
+
+Shows the current revision next to the active (projected) one, the status with
+its meaning, the last error, attempts and the next retry, plus a retry button.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, Static
+
+from .fmt import STATUS_STYLES, glyph, relative, timestamp
+
+MEANING = {
+    "ready": "the current revision is searchable",
+    "pending": "queued for projection; an earlier projection, if any, is still served",
+    "processing": "being embedded and indexed now",
+    "failed": "projection failed; nothing of this document is searchable",
+    "stale": "the newest revision is not projected (failed or waiting); "
+             "an older projection is still served",
+    "tombstoned": "deleted: left search at once; history is kept",
+}
+
+
+def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: float,
+                       status: str) -> Content:
+    """The panel text for one document (``status`` may be the UI's ``processing``)."""
+    p = doc["projection"]
+    numbers = {r["id"]: r["number"] for r in history}
+
+    def rev(rid: int | None) -> str:
+        if rid is None:
+            return "none"
+        n = numbers.get(rid)
+        return f"#{n} (id {rid})" if n is not None else f"id {rid}"
+
+    def row(label: str, value: str | Content, style: str = "") -> list[Any]:
+        return [(f"{label:<16}", "bold $text-muted"), (value, style) if style else value, "\n"]
+
+    parts: list[Any] = []
+    parts += row("status", f"{glyph(status)} {status}", STATUS_STYLES.get(status, "") + " bold")
+    parts += row("", MEANING.get(status, ""), "$text-muted")
+    parts += row("current revision", rev(doc["current_revision_id"]))
+    active = rev(doc["active_revision_id"])
+    if doc["active_revision_id"] is None and not doc["tombstoned"]:
+        active += "  (nothing searchable)"
+    elif doc["active_revision_id"] != doc["current_revision_id"] and not doc["tombstoned"]:
+        active += "  (differs from current)"
+    parts += row("active revision", active,
+                 "$text-warning" if "(" in active else "")
+    parts += row("attempts", str(p["attempts"] or 0))
+    parts += row("error", p["error"] or "-", "$text-error" if p["error"] else "")
+    parts += row("started", timestamp(p["started_at"]))
+    parts += row("updated", timestamp(p["updated_at"]))
+    nxt = p["next_attempt_at"]
+    if not nxt:
+        when = "-"
+    elif nxt <= now:
+        when = f"{timestamp(nxt)} (due: the next projection run retries it)"
+    else:
+        when = f"{timestamp(nxt)} ({relative(nxt, now)}; back-off after {p['attempts']} failures)"
+    parts += row("next retry", when)
+    return Content.assemble(*parts)
+
+
+class ProjectionPanel(VerticalScroll):
+    """Projection state of the selected document, with a retry button."""
+
+    DEFAULT_CSS = """
+    ProjectionPanel {
+        padding: 0 1;
+        & > #projection-text { width: 1fr; }
+        & > #projection-actions { height: auto; margin-top: 1; }
+        & #retry { min-width: 24; }
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        """Fields, then the action row."""
+        yield Static("", id="projection-text")
+        with Horizontal(id="projection-actions"):
+            yield Button("Retry projection now (r)", id="retry", variant="primary",
+                         action="app.retry_projection")
+
+    def show(self, doc: dict[str, Any] | None, history: list[dict[str, Any]], now: float,
+             status: str) -> None:
+        """Show one document's projection state (``None``: nothing selected)."""
+        text = self.query_one("#projection-text", Static)
+        button = self.query_one("#retry", Button)
+        if doc is None:
+            text.update("(no document selected)")
+            button.disabled = True
+            return
+        text.update(projection_content(doc, history, now, status))
+        button.disabled = bool(doc["tombstoned"]) or status == "processing"
