@@ -468,9 +468,19 @@ _LINK = re.compile(
 )
 
 
+HEADING_TITLE_MAX_CHARS: Final = 200
+"""Longest heading title kept in a heading path (longer ones end in an ellipsis).
+
+Every chunk of a section carries its heading path, so an unbounded title would be
+copied into each window of a long section (quadratic growth)."""
+
+
 def _clean_title(raw: str) -> str:
     # NUL becomes U+FFFD as in markdown-it, so both heading finders agree.
-    return " ".join(raw.replace("\x00", "\ufffd").split())
+    title = " ".join(raw.replace("\x00", "\ufffd").split())
+    if len(title) > HEADING_TITLE_MAX_CHARS:
+        title = title[: HEADING_TITLE_MAX_CHARS - 1].rstrip() + "\u2026"
+    return title
 
 
 def _atx_title(rest: str) -> str:

@@ -327,13 +327,33 @@ def write_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
-    except BaseException:
-        if not conn.in_transaction:
-            raise
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        else:
+            # SQLite already rolled back by itself (I/O error, disk full, ...).
+            _reset_fts_after_auto_rollback(conn)
+        raise
+
+
+def _reset_fts_after_auto_rollback(conn: apsw.Connection) -> None:
+    """Make FTS5 drop per-connection state left by an automatically rolled-back txn.
+
+    FTS5 (seen with SQLite 3.54.1) keeps cached index totals in the connection when
+    SQLite rolls a transaction back on its own after an I/O error; the next write
+    transaction of the same connection then stores them, and the index fails
+    ``integrity-check`` with rank 1. A no-op FTS write in a transaction that is
+    rolled back explicitly makes FTS5 discard that state.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM knowledge_nodes_fts WHERE rowid=-1")
+        finally:
+            conn.execute("ROLLBACK")
+    except apsw.Error:
+        pass  # the next write transaction fails loudly if the disk is still bad
 
 
 @contextlib.contextmanager

@@ -7,11 +7,13 @@ external-content index against its content table, so it misses drift.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import apsw
 
-from .db import rows, scalar, vec_table_name, vector_spaces
+from .db import read_txn, rows, scalar, vec_table_name, vector_spaces
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,16 @@ def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
     except apsw.Error as exc:
         problems.append(Problem("fts_integrity", f"FTS index does not match node rows: {exc}"))
 
+    # Everything below reads one snapshot, so a swap committed by another process
+    # meanwhile cannot look like a half-applied projection. (The FTS check above is a
+    # write statement and must stay outside a read transaction.)
+    with contextlib.nullcontext() if conn.in_transaction else read_txn(conn):
+        _snapshot_checks(conn, check, problems)
+    return checks, problems
+
+
+def _snapshot_checks(conn: apsw.Connection, check: Callable[[str], None],
+                     problems: list[Problem]) -> None:
     check("vectors")
     for sp in vector_spaces(conn):
         t = vec_table_name(sp["name"])
@@ -127,4 +139,3 @@ def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
     for g in ghosts:
         problems.append(Problem("projection", f"{g['repository']}/{g['logical_path']}: deleted "
                                 "but still searchable"))
-    return checks, problems

@@ -141,9 +141,20 @@ def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
     return out
 
 
+HEADING_LABEL_MAX_CHARS = 600
+
+
+def heading_label(heading_path: Sequence[str]) -> str:
+    """The heading path as one line, bounded (it is repeated in every node of a section)."""
+    head = " > ".join(h for h in heading_path if h)
+    if len(head) > HEADING_LABEL_MAX_CHARS:
+        head = head[: HEADING_LABEL_MAX_CHARS - 1] + "\u2026"
+    return head
+
+
 def node_text(heading_path: Sequence[str], text: str) -> str:
     """The searchable text of a node: heading path, blank line, chunk text."""
-    head = " > ".join(h for h in heading_path if h)
+    head = heading_label(heading_path)
     return f"{head}\n\n{text}" if head else text
 
 
@@ -191,7 +202,7 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
                       " WHERE revision_id=? ORDER BY ordinal", (rev_id,))
         for c in chunks:
             hp = json.loads(c["heading_path"])
-            c["heading"] = " > ".join(h for h in hp if h)
+            c["heading"] = heading_label(hp)
             c["node_text"] = node_text(hp, c["text"])
             # The cache key covers what is embedded (heading path + text), not just the text.
             c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()

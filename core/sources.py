@@ -279,9 +279,13 @@ def decode_markdown(data: bytes) -> str:
     Raises:
         SourceError: binary content, UTF-16/32, or invalid UTF-8 (with the offset).
     """
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise SourceError("file is UTF-32 encoded; save it as UTF-8")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise SourceError("file is UTF-16 encoded; save it as UTF-8")
     if b"\x00" in data:
+        if _looks_utf16(data):
+            raise SourceError("file looks UTF-16 encoded (no byte-order mark); save it as UTF-8")
         pos = data.index(b"\x00")
         raise SourceError(f"file looks binary (NUL byte at offset {pos}); skipped")
     try:
@@ -290,3 +294,13 @@ def decode_markdown(data: bytes) -> str:
         raise SourceError(
             f"file is not valid UTF-8 (bad byte at offset {exc.start}); save it as UTF-8"
         ) from None
+
+
+def _looks_utf16(data: bytes) -> bool:
+    """NUL in (nearly) every other byte and almost never in the others: UTF-16 text."""
+    sample = data[:4096]
+    half = len(sample) // 2
+    if half < 2:
+        return False
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    return max(even, odd) >= 0.4 * half and min(even, odd) <= 0.05 * half
