@@ -51,6 +51,19 @@ class DocumentSummary:
     error: str | None
     headings: list[str] = field(default_factory=list)
 
+    @classmethod
+    def from_row(cls, r: dict[str, Any], headings: list[str] | None = None) -> DocumentSummary:
+        """Build from a ``memory_documents`` row joined with its chunk count (``nchunks``)."""
+        tomb = r["tombstoned_at"] is not None
+        return cls(
+            id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
+            status="tombstoned" if tomb else r["projection_status"],
+            projection_status=r["projection_status"], tombstoned=tomb,
+            current_revision_id=r["current_revision_id"],
+            active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
+            size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
+            error=r["projection_error"], headings=headings or [])
+
     def as_json(self) -> dict[str, Any]:
         """JSON shape of ``memlens docs --json`` entries."""
         return {
@@ -296,18 +309,8 @@ class MemoryService:
                 lst = heads.setdefault(int(r["document_id"]), [])
                 if r["heading"] not in lst:
                     lst.append(r["heading"])
-        out = []
-        for r in dbm.rows(self.conn(), sql, params):
-            tomb = r["tombstoned_at"] is not None
-            out.append(DocumentSummary(
-                id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
-                status="tombstoned" if tomb else r["projection_status"],
-                projection_status=r["projection_status"], tombstoned=tomb,
-                current_revision_id=r["current_revision_id"],
-                active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
-                size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
-                error=r["projection_error"], headings=heads.get(int(r["id"]), [])))
-        return out
+        return [DocumentSummary.from_row(r, heads.get(int(r["id"])))
+                for r in dbm.rows(self.conn(), sql, params)]
 
     def filter_documents(self, text: str, *, include_tombstoned: bool = False,
                          limit: int = 200) -> list[tuple[DocumentSummary, float]]:

@@ -29,15 +29,7 @@ _SUMMARY_SQL = (
 def _summary(r: dict[str, Any]) -> DocumentSummary:
     from .service import DocumentSummary
 
-    tomb = r["tombstoned_at"] is not None
-    return DocumentSummary(
-        id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
-        status="tombstoned" if tomb else r["projection_status"],
-        projection_status=r["projection_status"], tombstoned=tomb,
-        current_revision_id=r["current_revision_id"],
-        active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
-        size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
-        error=r["projection_error"])
+    return DocumentSummary.from_row(r)
 
 
 def document_summaries(service: MemoryService, ids: Sequence[int]) -> list[DocumentSummary]:
