@@ -192,3 +192,17 @@ def test_config_command_origins(tmp_path: Path) -> None:
     assert s["chunker.max_tokens"] == {"value": 300, "source": f"file {cfg}"}
     assert s["chunker.overlap_tokens"] == {"value": 40, "source": "env MEMLENS_OVERLAP_TOKENS"}
     assert s["chunker.strategy"]["source"] == "default"
+
+
+def test_search_text_output_one_line_per_snippet(tmp_path: Path) -> None:
+    """Human output: one header line and one snippet line per hit, highlights marked."""
+    mem = tmp_path / "proj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "a.md").write_text("# Pool\n\nSet busy_timeout\nto 5000\n\nin   every\tconnection.\n")
+    db = str(tmp_path / "m.db")
+    assert run_cli("ingest", str(mem), "--db", db, env=ENV).returncode == 0
+    p = run_cli("search", "busy_timeout", "--mode", "lexical", "--db", db, env=ENV)
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].lstrip().startswith("1. proj/a.md")
+    assert "«busy_timeout»" in lines[1]

@@ -301,10 +301,23 @@ def cmd_search(args: argparse.Namespace) -> int:
         ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items() if v is not None)
         head = " > ".join(h.heading_path) or "(top)"
         print(f"{i:2}. {h.repository}/{h.path} #{h.ordinal} {head}  [{h.score:.4f} {ranks}]")
-        print(f"    {h.snippet}")
+        print(f"    {_one_line_snippet(h.snippet, h.highlights)}")
     for n in res.notes:
         _err(n)
     return EXIT_OK
+
+
+def _one_line_snippet(snippet: str, spans: Sequence[Sequence[int]], width: int = 160) -> str:
+    """Snippet on one line with highlights marked «like this» (text output only)."""
+    out: list[str] = []
+    pos = 0
+    for a, b in spans:
+        out.append(snippet[pos:a])
+        out.append("«" + snippet[a:b] + "»")
+        pos = b
+    out.append(snippet[pos:])
+    flat = " ".join("".join(out).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
