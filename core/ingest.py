@@ -221,8 +221,9 @@ def ingest_root(
     by_hash_gone: dict[str, list[dict[str, object]]] = defaultdict(list)
     for d in vanished:
         by_hash_gone[str(d["content_hash"])].append(d)
-    new_files = [pf for pf in prepared if find_document(conn, pf.repository, pf.logical_path)
-                 is None]
+    existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
+                     for pf in prepared}
+    new_files = [pf for pf in prepared if existing_docs[pf.logical_path] is None]
     by_hash_new: dict[str, list[PreparedFile]] = defaultdict(list)
     for pf in new_files:
         by_hash_new[pf.content_hash].append(pf)
@@ -241,7 +242,7 @@ def ingest_root(
                 write_rename(conn, doc_id, pf, now())
                 emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
                 continue
-            existing = find_document(conn, pf.repository, pf.logical_path)
+            existing = existing_docs[pf.logical_path]
             if existing is None or existing["tombstoned_at"] is not None:
                 doc_id = write_create(conn, pf, now())
                 emit(FileChange("create", pf.repository, pf.logical_path, doc_id))

@@ -296,14 +296,23 @@ def write_create(conn: apsw.Connection, pf: PreparedFile, now: float) -> int:
             doc_id = int(existing["id"])
             _set_fields(conn, doc_id, {**fields, "tombstoned_at": None})
         faults.checkpoint("store.document")
-        rev = _insert_revision(conn, doc_id, "create", pf, content_hash_=pf.content_hash,
-                               logical_path=pf.logical_path, snapshot=pf.text, now=now)
-        insert_chunks(conn, rev, pf.chunks)
-        conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
-        _queue_projection(conn, doc_id, now)
-        prune_unused_chunks(conn, doc_id)
-        faults.checkpoint("store.commit")
+        _record_revision(conn, doc_id, "create", pf, now)
     return doc_id
+
+
+def _record_revision(conn: apsw.Connection, doc_id: int, kind: str, pf: PreparedFile, now: float,
+                     previous_path: str | None = None) -> int:
+    """The shared tail of every content-bearing write: new current revision + chunks,
+    projection queued, unreferenced old chunks dropped. Returns the revision id."""
+    rev = _insert_revision(conn, doc_id, kind, pf, content_hash_=pf.content_hash,
+                           logical_path=pf.logical_path, snapshot=pf.text, now=now,
+                           previous_path=previous_path)
+    insert_chunks(conn, rev, pf.chunks)
+    conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
+    _queue_projection(conn, doc_id, now)
+    prune_unused_chunks(conn, doc_id)
+    faults.checkpoint("store.commit")
+    return rev
 
 
 def _set_fields(conn: apsw.Connection, doc_id: int, fields: dict[str, Any]) -> None:
@@ -332,13 +341,7 @@ def write_update(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
         _supersede(conn, doc["current_revision_id"], pf.text, doc["logical_path"], pf.logical_path)
         _set_fields(conn, doc_id, _doc_fields(pf, now))
         faults.checkpoint("store.document")
-        rev = _insert_revision(conn, doc_id, "update", pf, content_hash_=pf.content_hash,
-                               logical_path=pf.logical_path, snapshot=pf.text, now=now)
-        insert_chunks(conn, rev, pf.chunks)
-        conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
-        _queue_projection(conn, doc_id, now)
-        prune_unused_chunks(conn, doc_id)
-        faults.checkpoint("store.commit")
+        _record_revision(conn, doc_id, "update", pf, now)
     return "updated"
 
 
@@ -357,15 +360,8 @@ def write_rename(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
                    summary_override=f"renamed {old_path} -> {pf.logical_path}")
         _set_fields(conn, doc_id, {**_doc_fields(pf, now), "logical_path": pf.logical_path})
         faults.checkpoint("store.document")
-        rev = _insert_revision(conn, doc_id, "rename", pf, content_hash_=pf.content_hash,
-                               logical_path=pf.logical_path, snapshot=pf.text, now=now,
-                               previous_path=old_path)
-        insert_chunks(conn, rev, pf.chunks)
-        conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
-        _queue_projection(conn, doc_id, now)
         # Node rows carry the path; they are rebuilt by the projection swap.
-        prune_unused_chunks(conn, doc_id)
-        faults.checkpoint("store.commit")
+        _record_revision(conn, doc_id, "rename", pf, now, previous_path=old_path)
 
 
 def delete_nodes(conn: apsw.Connection, doc_id: int) -> int:
@@ -438,13 +434,7 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
             text=text, content_hash=doc["content_hash"], source_hash=doc["source_hash"] or "",
             mtime_ns=doc["source_mtime_ns"] or 0, size=doc["source_size"] or 0, chunks=chunks,
             front_matter=json.loads(doc["front_matter"] or "{}"), chunker=config)
-        rev = _insert_revision(conn, doc_id, "rechunk", pf, content_hash_=doc["content_hash"],
-                               logical_path=doc["logical_path"], snapshot=text, now=now)
-        insert_chunks(conn, rev, chunks)
-        conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
-        _queue_projection(conn, doc_id, now)
-        prune_unused_chunks(conn, doc_id)
-        faults.checkpoint("store.commit")
+        rev = _record_revision(conn, doc_id, "rechunk", pf, now)
     return rev
 
 
