@@ -5,7 +5,7 @@ Usage::
     uv run python benchmarks/retention.py [--generated 300] [--chain 20] [--json]
 
 When a revision is superseded, memlens keeps a bounded unified diff to its
-successor (``core/store.py::unified_diff``: 2 lines of context, at most 400 lines
+successor (``src/memlens/core/store.py::unified_diff``: 2 lines of context, at most 400 lines
 / 32 KiB, ``diff_truncated`` set when cut) plus a short summary, instead of the
 full snapshot. This script measures what that costs against the alternatives,
 for the same old -> new pairs:

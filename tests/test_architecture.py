@@ -30,7 +30,7 @@ def test_core_sources_never_import_ui() -> None:
     from pathlib import Path
 
     bad = []
-    for py in (Path(__file__).resolve().parent.parent / "core").rglob("*.py"):
+    for py in (Path(__file__).resolve().parent.parent / "src" / "memlens" / "core").rglob("*.py"):
         tree = ast.parse(py.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names: list[str] = []
@@ -52,7 +52,7 @@ def test_no_sql_in_tui() -> None:
 
     sql = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b\s+.*\b(FROM|INTO|SET)\b")
     offenders = []
-    for py in (Path(__file__).resolve().parent.parent / "tui").rglob("*.py"):
+    for py in (Path(__file__).resolve().parent.parent / "src" / "memlens" / "tui").rglob("*.py"):
         text = py.read_text(encoding="utf-8")
         if "import apsw" in text or sql.search(text):
             offenders.append(py.name)

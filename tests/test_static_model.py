@@ -1,6 +1,6 @@
 """The shipped static embedding model and its torch-free loader.
 
-The model folder ``core/models/memlens-static-minilm`` is made by
+The model folder ``src/memlens/core/models/memlens-static-minilm`` is made by
 ``tools/distill_static.py`` (see ``docs/research/static-model.md``).
 """
 

@@ -868,7 +868,7 @@ def test_tui_holds_no_sql() -> None:
     """All SQL lives in the core; the UI only calls the service and core.views."""
     import re
 
-    root = Path(__file__).resolve().parent.parent / "tui"
+    root = Path(__file__).resolve().parent.parent / "src" / "memlens" / "tui"
     bad = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\s+\w|\.execute\(|\bapsw\b|\.conn\(\)")
     for path in root.rglob("*.py"):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

