@@ -1,7 +1,16 @@
-"""Architecture guards: the core must stay importable without Textual."""
+"""Architecture guards: the core must stay importable without Textual, and the UI
+enters the core only through the door (``memlens.core.service`` and ``memlens.core.types``)."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "memlens"
+DOOR = {"memlens.core.service", "memlens.core.types"}
 
 
 def test_core_imports_without_textual() -> None:
@@ -57,3 +66,92 @@ def test_no_sql_in_tui() -> None:
         if "import apsw" in text or sql.search(text):
             offenders.append(py.name)
     assert offenders == []
+
+
+def _absolute(py: Path, node: ast.ImportFrom) -> str:
+    """The absolute module name of a (possibly relative) ``from … import``."""
+    if node.level == 0:
+        return node.module or ""
+    pkg = list(py.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _core_imports(py: Path) -> list[str]:
+    """Every ``memlens.core…`` module (or name) a file imports, relative imports included."""
+    out: list[str] = []
+    for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names if a.name.startswith("memlens.core"))
+        elif isinstance(node, ast.ImportFrom):
+            mod = _absolute(py, node)
+            if mod == "memlens.core" or mod == "memlens":
+                # `from memlens.core import views` / `from memlens import core`
+                out.extend(f"{mod}.{a.name}" for a in node.names)
+            elif mod.startswith("memlens.core."):
+                out.append(mod)
+    return [m for m in out if m.startswith("memlens.core")]
+
+
+def _ui_files() -> list[Path]:
+    files = sorted((SRC / "tui").rglob("*.py"))
+    if (SRC / "mcp").is_dir():
+        files += sorted((SRC / "mcp").rglob("*.py"))
+    return files
+
+
+def test_ui_imports_only_the_door() -> None:
+    """Every .py of the UI (tui/, cli*.py included, and mcp/ if present) imports from the
+    core only ``memlens.core.service`` and ``memlens.core.types``. No exemptions."""
+    files = _ui_files()
+    assert any(f.name == "cli.py" for f in files)
+    bad = [f"{py.relative_to(ROOT)}: {m}" for py in files for m in _core_imports(py)
+           if m not in DOOR]
+    assert bad == [], "UI reaches around the façade:\n" + "\n".join(bad)
+
+
+def test_door_check_sees_relative_and_package_imports() -> None:
+    """The checker itself: relative imports and `from memlens.core import x` are caught."""
+    probe = SRC / "tui" / "screens" / "probe.py"  # never written: only its place counts
+    code = ("from ...core import views\nfrom ...core.search import SearchHit\n"
+            "from memlens.core import service\nfrom memlens.core.types import Chunk\n")
+    found = [_absolute(probe, n) for n in ast.walk(ast.parse(code))
+             if isinstance(n, ast.ImportFrom)]
+    assert found == ["memlens.core", "memlens.core.search", "memlens.core",
+                     "memlens.core.types"]
+
+
+_PROBE_BAD = """\
+from memlens.core.service import MemoryService
+
+MemoryService().no_such_method()
+"""
+_PROBE_GOOD = """\
+from memlens.core.service import MemoryService
+from memlens.core.types import DocumentDetail
+
+svc = MemoryService()
+doc: DocumentDetail | None = svc.detail(1)
+n: int = len(svc.list_documents())
+svc.close()
+"""
+
+
+def _mypy(tmp_path: Path, name: str, code: str) -> subprocess.CompletedProcess[str]:
+    f = tmp_path / name
+    f.write_text(code, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+         "--follow-imports=silent", "--no-error-summary", str(f)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_mypy_sees_real_types_across_the_door(tmp_path: Path) -> None:
+    """mypy (the project's config, mypy_path=src) resolves MemoryService for real: a missing
+    method is an ``attr-defined`` error, a correct use is clean."""
+    pytest.importorskip("mypy")
+    bad = _mypy(tmp_path, "probe_bad.py", _PROBE_BAD)
+    assert "probe_bad.py:3" in bad.stdout and "[attr-defined]" in bad.stdout, bad.stdout
+    assert "no_such_method" in bad.stdout
+    good = _mypy(tmp_path, "probe_good.py", _PROBE_GOOD)
+    assert [ln for ln in good.stdout.splitlines() if "probe_good.py" in ln] == [], good.stdout

@@ -25,6 +25,7 @@ from textual.widgets import Input, OptionList, Select, Static, Switch, TabbedCon
 from memlens.core.embedding import EmbeddingError, make_embedder
 from memlens.core.service import MemoryService
 from memlens.tui.app import MemlensApp, MemlensCommands
+from memlens.tui.jobs import document_dict, history_dicts
 from memlens.tui.messages import SearchOutcome, SearchResults
 from memlens.tui.screens.rechunk import RechunkDialog
 from memlens.tui.screens.search import SearchScreen
@@ -346,7 +347,7 @@ async def test_fuzzy_filter_as_you_type(scenario: Scenario) -> None:
         await type_text(pilot, "cross compile")
         await settle(pilot)
         assert 0 < app.doc_tree.document_count < total
-        listed = [app.doc_tree.summary(i) for i in app.doc_tree._docs]  # noqa: SLF001
+        listed = [app.doc_tree.summary(i) for i in app.doc_tree._docs]
         assert any(d is not None and d.path == "cross-compile.md" for d in listed)
         assert "match" in static_text(app, "#filter-info")
         # The best match is selected and shown.
@@ -393,7 +394,7 @@ async def test_index_warnings_on_row_and_in_detail(scenario: Scenario) -> None:
         assert "too long" in text and "line 201" in text and "old-notes.md" in text
         # The chunk view draws where Claude stops reading.
         view = app.query_one("#chunks", ChunkView)
-        cuts = [ln for ln in view._lines if ln.gutter == "✂"]  # noqa: SLF001
+        cuts = [ln for ln in view._lines if ln.gutter == "✂"]
         assert cuts and "line 201" in cuts[0].parts[0][0]
         # A clean document hides the box again.
         await select_doc(pilot, scenario.doc_id(KESTREL, "accessibility.md"))
@@ -446,7 +447,7 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         # Still failing: a notification says why and the attempt count goes up.
         await pilot.press("r")
         await settle(pilot)
-        assert scenario.service.document(failed)["projection"]["attempts"] == 2
+        assert document_dict(scenario.service, failed)["projection"]["attempts"] == 2
         assert any(n.startswith("retry: failed") for n in notes)
         # Healthy again: retry now projects it and the row turns ready.
         scenario.embedder.healthy = True
@@ -570,7 +571,7 @@ async def _open_rechunk(pilot: Pilot[Any], strategy: str, max_tokens: str,
 @async_test
 async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
-    before = scenario.service.history(doc)
+    before = history_dicts(scenario.service, doc)
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -581,7 +582,7 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
         assert "windows/60/15" in head and "min/median/max" in head
         assert f"{n_before} chunks" in str(dialog.query_one("#current-head", Static).render())
         # Nothing is written by a preview.
-        assert len(scenario.service.history(doc)) == len(before)
+        assert len(history_dicts(scenario.service, doc)) == len(before)
         seen: list[str] = []
         tree = app.doc_tree
         original = tree.update_documents
@@ -596,7 +597,7 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
-        hist = scenario.service.history(doc)
+        hist = history_dicts(scenario.service, doc)
         assert hist[0]["change_kind"] == "rechunk"
         assert hist[0]["chunker"]["config"]["strategy"] == "windows"
         row = app.doc_tree.summary(doc)
@@ -609,7 +610,7 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
 @async_test
 async def test_rechunk_cancel_writes_nothing(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
-    before = scenario.service.history(doc)
+    before = history_dicts(scenario.service, doc)
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
         notes = record_notifications(app)
@@ -619,7 +620,7 @@ async def test_rechunk_cancel_writes_nothing(scenario: Scenario) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
-        assert scenario.service.history(doc) == before
+        assert history_dicts(scenario.service, doc) == before
         assert any("nothing written" in n for n in notes)
 
 
@@ -654,7 +655,7 @@ async def test_rechunk_all_documents(scenario: Scenario) -> None:
         await settle(pilot)
         live = scenario.service.list_documents()
         for d in live:
-            assert scenario.service.history(d.id)[0]["chunker"]["config"]["strategy"] == "whole"
+            assert history_dicts(scenario.service, d.id)[0]["chunker"]["config"]["strategy"] == "whole"
         statuses = {app.doc_tree.status_of(app.doc_tree.summary(d.id)) for d in live
                     if app.doc_tree.summary(d.id) is not None}
         assert "processing" not in statuses and "pending" not in statuses
@@ -687,8 +688,8 @@ async def test_command_palette_lists_every_action(scenario: Scenario) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         provider = MemlensCommands(app.screen)
-        names = {n for n, _, _ in provider._commands()}  # noqa: SLF001
-        actions = {a.split("(")[0] for _, _, a in provider._commands()}  # noqa: SLF001
+        names = {n for n, _, _ in provider._commands()}
+        actions = {a.split("(")[0] for _, _, a in provider._commands()}
         for required in ("Search memory", "Filter documents", "Rechunk this document…",
                          "Rechunk all documents…", "Retry projection now", "Show deleted documents",
                          "Search mode: lexical", "Toggle dark / light theme", "Next chunk"):
@@ -772,7 +773,7 @@ async def test_watcher_picks_up_changes_and_pauses(tmp_path: Path, clock: Clock,
         for _ in range(200):
             await pilot.pause(0.05)
             if any(d is not None and d.path == "watched.md"
-                   for d in (app.doc_tree.summary(i) for i in app.doc_tree._docs)):  # noqa: SLF001
+                   for d in (app.doc_tree.summary(i) for i in app.doc_tree._docs)):
                 break
         else:
             pytest.fail("the new file never appeared")
@@ -782,7 +783,7 @@ async def test_watcher_picks_up_changes_and_pauses(tmp_path: Path, clock: Clock,
         await pilot.press("w")
         assert app.status_bar.watch_state == "watching"
         await app.action_quit()
-    assert app._watch_stop.is_set()  # noqa: SLF001
+    assert app._watch_stop.is_set()
 
 
 @async_test
@@ -865,7 +866,7 @@ def test_memlens_without_command_opens_the_tui(no_run: type[_Ran]) -> None:
 
 
 def test_tui_holds_no_sql() -> None:
-    """All SQL lives in the core; the UI only calls the service and core.views."""
+    """All SQL lives in the core; the UI only calls the façade (core.service)."""
     import re
 
     root = Path(__file__).resolve().parent.parent / "src" / "memlens" / "tui"
@@ -888,11 +889,11 @@ async def test_large_documents_are_laid_out_off_the_loop(scenario: Scenario,
         await settle(pilot)
         await select_doc(pilot, perf)
         view = app.query_one("#chunks", ChunkView)
-        assert len(view._starts) == len(view.chunks)  # noqa: SLF001
+        assert len(view._starts) == len(view.chunks)
         await pilot.press("n", "n", "n")
         await settle(pilot)
         assert view.selected == 3
-        assert view.scroll_y == min(view._starts[3], view.max_scroll_y)  # noqa: SLF001
+        assert view.scroll_y == min(view._starts[3], view.max_scroll_y)
 
 
 @async_test
@@ -908,5 +909,5 @@ async def test_browser_keys_are_off_on_other_screens(scenario: Scenario) -> None
         await settle(pilot)
         assert app.screen is screen and not app.show_tombstoned
         provider = MemlensCommands(screen)
-        actions = {a.split("(")[0] for _, _, a in provider._commands()}  # noqa: SLF001
+        actions = {a.split("(")[0] for _, _, a in provider._commands()}
         assert "rechunk" not in actions and "set_search_mode" in actions

@@ -98,9 +98,58 @@ def default_db_path() -> Path:
     return platformdirs.user_data_path("memlens") / "memlens.db"
 
 
+@dataclass(frozen=True)
+class ChunkerSettings:
+    """``[chunker]``: how documents are split into chunks."""
+
+    strategy: str
+    max_tokens: int
+    overlap_tokens: int
+    index_names: tuple[str, ...]
+    estimator: str
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    """``[embedder]``: the embedder name plus its free-form options."""
+
+    name: str
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """``[watch]``: the file watcher."""
+
+    enabled: bool
+    debounce_ms: int
+    stable_ms: int
+    reconcile_seconds: int
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]``: how many revisions are kept, and for how long (0 = forever)."""
+
+    max_revisions: int
+    max_age_days: int
+
+
+@dataclass(frozen=True)
+class ProjectionSettings:
+    """``[projection]``: retry back-off of failed projections."""
+
+    retry_base_seconds: float
+    retry_max_seconds: float
+
+
 @dataclass
 class Settings:
-    """Effective settings plus the origin of each value."""
+    """Effective settings plus the origin of each value.
+
+    Read values through the typed sections (``settings.chunker.max_tokens``,
+    ``settings.watch.enabled``, ...); :meth:`get` remains for dotted-key access.
+    """
 
     values: dict[str, Any]
     origins: dict[str, str]
@@ -116,6 +165,50 @@ class Settings:
         """The database path (expanded)."""
         v = self.values.get("db")
         return Path(v).expanduser() if v else default_db_path()
+
+    @property
+    def repository(self) -> str | None:
+        """Repository name for a single configured memory folder, if set."""
+        v = self.values.get("repository")
+        return str(v) if v else None
+
+    @property
+    def chunker(self) -> ChunkerSettings:
+        """The ``[chunker]`` section."""
+        v = self.values
+        return ChunkerSettings(
+            strategy=str(v["chunker.strategy"]), max_tokens=int(v["chunker.max_tokens"]),
+            overlap_tokens=int(v["chunker.overlap_tokens"]),
+            index_names=tuple(str(x) for x in v["chunker.index_names"]),
+            estimator=str(v["chunker.estimator"]))
+
+    @property
+    def embedder(self) -> EmbedderSettings:
+        """The ``[embedder]`` section."""
+        return EmbedderSettings(name=str(self.values["embedder.name"]),
+                                options=dict(self.embedder_options))
+
+    @property
+    def watch(self) -> WatchSettings:
+        """The ``[watch]`` section."""
+        v = self.values
+        return WatchSettings(enabled=bool(v["watch.enabled"]),
+                             debounce_ms=int(v["watch.debounce_ms"]),
+                             stable_ms=int(v["watch.stable_ms"]),
+                             reconcile_seconds=int(v["watch.reconcile_seconds"]))
+
+    @property
+    def retention(self) -> RetentionSettings:
+        """The ``[retention]`` section."""
+        return RetentionSettings(max_revisions=int(self.values["retention.max_revisions"]),
+                                 max_age_days=int(self.values["retention.max_age_days"]))
+
+    @property
+    def projection(self) -> ProjectionSettings:
+        """The ``[projection]`` section."""
+        v = self.values
+        return ProjectionSettings(retry_base_seconds=float(v["projection.retry_base_seconds"]),
+                                  retry_max_seconds=float(v["projection.retry_max_seconds"]))
 
     @property
     def roots(self) -> list[Path]:

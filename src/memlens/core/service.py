@@ -1,18 +1,26 @@
 """The one door into the core: every user action of the CLI and the TUI.
 
 ``MemoryService`` owns settings, the embedder and a connection *per thread*
-(SQLite connections must not be shared across threads). Its methods return
-plain dataclasses and dicts, so the UI never sees SQL.
+(SQLite connections must not be shared across threads). Its methods return the
+frozen dataclasses of :mod:`memlens.core.types`, so the UI never sees SQL. The UI
+(CLI and TUI) imports only this module and ``memlens.core.types``
+(``tests/test_architecture.py`` enforces it). The flows live here once: startup
+(:meth:`MemoryService.start_up`), projecting the queue in batches
+(:meth:`~MemoryService.project_queue`), rechunk then project
+(:meth:`~MemoryService.rechunk_and_project`), retry and after-ingest.
+
+``document()``, ``find()``, ``history()`` and ``stats()`` still return their old dict
+forms for callers not yet switched; new code uses ``detail()``, ``locate()``,
+``revisions()`` and ``statistics()``.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -20,78 +28,61 @@ from . import db as dbm
 from . import doctor as doctor_mod
 from . import projection as proj
 from . import search as search_mod
-from .chunking import Chunk, ChunkerConfig, chunk_markdown
+from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
+from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import Settings, load_settings
 from .embedding import Embedder, EmbedderUnavailable, make_embedder
 from .indexfile import IndexWarning, check_index
 from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
 from .installkey import load_install_key
-from .sources import MemoryRoot, discover_default_roots, roots_for_path
+from .sources import (
+    MemoryRoot,
+    claude_projects_dir,
+    decode_markdown,
+    discover_default_roots,
+    read_file,
+    roots_for_path,
+)
 from .store import apply_retention, find_document, now_clock, write_rechunk
+from .types import (
+    DocumentDetail,
+    DocumentSummary,
+    FilterIndex,
+    IngestOutcome,
+    ProjectionState,
+    RechunkOutcome,
+    Revision,
+    RevisionChunker,
+    Stats,
+)
+
+if TYPE_CHECKING:
+    from .watch import Watcher, WatchEvent
 
 Clock = Callable[[], float]
 
+__all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
+           "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
+           "render_bench_report", "run_benchmark"]
 
-@dataclass
-class DocumentSummary:
-    """A row of the document list (no private paths)."""
-
-    id: int
-    repository: str
-    path: str
-    status: str  # pending | processing | ready | failed | stale | tombstoned
-    projection_status: str
-    tombstoned: bool
-    current_revision_id: int | None
-    active_revision_id: int | None
-    chunk_count: int
-    size: int
-    name: str | None
-    doc_type: str | None
-    error: str | None
-    headings: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_row(cls, r: dict[str, Any], headings: list[str] | None = None) -> DocumentSummary:
-        """Build from a ``memory_documents`` row joined with its chunk count (``nchunks``)."""
-        tomb = r["tombstoned_at"] is not None
-        return cls(
-            id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
-            status="tombstoned" if tomb else r["projection_status"],
-            projection_status=r["projection_status"], tombstoned=tomb,
-            current_revision_id=r["current_revision_id"],
-            active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
-            size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
-            error=r["projection_error"], headings=headings or [])
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON shape of ``memlens docs --json`` entries."""
-        return {
-            "id": self.id, "repository": self.repository, "path": self.path,
-            "state": "tombstoned" if self.tombstoned else "live",
-            "status": self.status, "projection_status": self.projection_status,
-            "current_revision_id": self.current_revision_id,
-            "active_revision_id": self.active_revision_id, "chunks": self.chunk_count,
-            "size": self.size, "name": self.name, "type": self.doc_type, "error": self.error,
-        }
+_SUMMARY_SQL = (
+    "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
+    " d.current_revision_id, d.active_revision_id, d.source_size, d.doc_name, d.doc_type,"
+    " d.projection_error,"
+    " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.current_revision_id)"
+    "   AS nchunks"
+    " FROM memory_documents d"
+)
 
 
-@dataclass
-class IngestOutcome:
-    """Ingest + projection results."""
+def chunk_file(path: Path, config: ChunkerConfig) -> ChunkResult:
+    """Chunk one Markdown file without storing anything (``memlens chunks``).
 
-    report: IngestReport
-    projection: proj.ProjectionReport | None
-    queue: dict[str, int]
-
-    def as_json(self) -> dict[str, Any]:
-        """The stable ``memlens ingest --json`` shape."""
-        out: dict[str, Any] = dict(self.report.as_json())
-        q = self.queue
-        out["projection"] = {"ready": q.get("ready", 0), "pending": q.get("pending", 0)
-                             + q.get("processing", 0), "failed": q.get("failed", 0),
-                             "stale": q.get("stale", 0)}
-        return out
+    Raises:
+        SourceError: The file cannot be read or is not valid Markdown text.
+    """
+    data, _ = read_file(path)
+    return chunk_markdown(decode_markdown(data), config, path=path.name)
 
 
 class MemoryService:
@@ -157,8 +148,8 @@ class MemoryService:
         """The configured embedder (``auto``: shipped static model, else hashing)."""
         with self._embedder_lock:
             if self._embedder is None:
-                name = str(self.settings.get("embedder.name"))
-                opts = dict(self.settings.embedder_options)
+                name = self.settings.embedder.name
+                opts = dict(self.settings.embedder.options)
                 if name == "auto":
                     try:
                         self._embedder = make_embedder("static", opts)
@@ -187,7 +178,7 @@ class MemoryService:
             out = []
             for p in self.settings.roots:
                 if p.exists():
-                    out.extend(roots_for_path(p, repository or self.settings.get("repository")))
+                    out.extend(roots_for_path(p, repository or self.settings.repository))
             return out
         return discover_default_roots()
 
@@ -213,10 +204,9 @@ class MemoryService:
         return IngestOutcome(report, pr, proj.pending_count(conn))
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
-        mr = int(self.settings.get("retention.max_revisions"))
-        ma = int(self.settings.get("retention.max_age_days"))
+        ret = self.settings.retention
         for d in set(doc_ids):
-            apply_retention(self.conn(), d, mr, ma, self.clock())
+            apply_retention(self.conn(), d, ret.max_revisions, ret.max_age_days, self.clock())
 
     def mark_embedder_changes(self) -> int:
         """Queue live documents projected with another embedder; returns how many.
@@ -243,8 +233,8 @@ class MemoryService:
         self.mark_embedder_changes()
         return proj.project_pending(
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
-            retry_base=float(self.settings.get("projection.retry_base_seconds")),
-            retry_cap=float(self.settings.get("projection.retry_max_seconds")),
+            retry_base=self.settings.projection.retry_base_seconds,
+            retry_cap=self.settings.projection.retry_max_seconds,
             on_progress=on_progress)
 
     def retry(self, doc_id: int) -> proj.ProjectionReport:
@@ -255,11 +245,10 @@ class MemoryService:
                                                                            list[Chunk]]:
         """(current chunks, chunks the new config would make) — writes nothing."""
         config.validate()
-        doc = self.document(doc_id)
+        doc = self.detail(doc_id)
         if doc is None:
             raise LookupError(f"no document with id {doc_id}")
-        text = doc["content"] or ""
-        new = chunk_markdown(text, config, path=doc["path"]).chunks
+        new = chunk_markdown(doc.content, config, path=doc.path).chunks
         return self.chunks(doc_id), list(new)
 
     def rechunk(self, doc_ids: Sequence[int] | None, config: ChunkerConfig) -> list[int]:
@@ -275,10 +264,10 @@ class MemoryService:
                 "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL ORDER BY id")]
         changed = []
         for d in doc_ids:
-            doc = self.document(d)
-            if doc is None or doc["tombstoned"]:
+            doc = self.detail(d)
+            if doc is None or doc.tombstoned:
                 continue
-            chunks = chunk_markdown(doc["content"] or "", config, path=doc["path"]).chunks
+            chunks = chunk_markdown(doc.content, config, path=doc.path).chunks
             if write_rechunk(conn, d, config, chunks, self.clock()) is not None:
                 changed.append(d)
         return changed
@@ -287,14 +276,7 @@ class MemoryService:
     def list_documents(self, *, include_tombstoned: bool = False, repository: str | None = None,
                        with_headings: bool = False) -> list[DocumentSummary]:
         """All documents, grouped by repository then path."""
-        sql = (
-            "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
-            " d.current_revision_id, d.active_revision_id, d.source_size, d.doc_name, d.doc_type,"
-            " d.projection_error,"
-            " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.current_revision_id)"
-            "   AS nchunks"
-            " FROM memory_documents d WHERE 1=1"
-        )
+        sql = _SUMMARY_SQL + " WHERE 1=1"
         params: list[Any] = []
         if not include_tombstoned:
             sql += " AND d.tombstoned_at IS NULL"
@@ -322,12 +304,21 @@ class MemoryService:
         return [(f["_doc"], score) for f, score in found]
 
     def find(self, repository: str | None, path: str) -> dict[str, Any] | None:
+        """Legacy dict form of :meth:`locate`; kept while tests and callers switch."""
+        d = self.locate(repository, path)
+        return d.as_dict() if d is not None else None
+
+    def locate(self, repository: str | None, path: str) -> DocumentDetail | None:
         """Document detail by repository and logical path (repository may be omitted
-        when the path is unique)."""
+        when the path is unique).
+
+        Raises:
+            LookupError: The path exists in several repositories and none was given.
+        """
         conn = self.conn()
         if repository:
             d = find_document(conn, repository, path)
-            return self.document(int(d["id"])) if d else None
+            return self.detail(int(d["id"])) if d else None
         ids = [int(r[0]) for r in conn.execute(
             "SELECT id FROM memory_documents WHERE logical_path=? ORDER BY tombstoned_at IS NOT NULL,"
             " id", (path,))]
@@ -336,28 +327,31 @@ class MemoryService:
                 "SELECT repository FROM memory_documents WHERE logical_path=?", (path,))]
             raise LookupError(f"{path} exists in several repositories ({', '.join(repos)}); "
                               "pass --repository")
-        return self.document(ids[0]) if ids else None
+        return self.detail(ids[0]) if ids else None
 
-    def document(self, doc_id: int) -> dict[str, Any] | None:
+    def detail(self, doc_id: int) -> DocumentDetail | None:
         """Full detail of one document (content, projection state, front matter)."""
         r = dbm.row(self.conn(), "SELECT * FROM memory_documents WHERE id=?", (doc_id,))
         if r is None:
             return None
-        return {
-            "id": r["id"], "repository": r["repository"], "path": r["logical_path"],
-            "content": r["content"] or "", "content_hash": r["content_hash"],
-            "size": r["source_size"], "front_matter": json.loads(r["front_matter"] or "{}"),
-            "tombstoned": r["tombstoned_at"] is not None, "tombstoned_at": r["tombstoned_at"],
-            "current_revision_id": r["current_revision_id"],
-            "active_revision_id": r["active_revision_id"],
-            "projection": {
-                "status": r["projection_status"], "error": r["projection_error"],
-                "attempts": r["projection_attempts"], "started_at": r["projection_started_at"],
-                "updated_at": r["projection_updated_at"],
-                "next_attempt_at": r["projection_next_attempt_at"],
-            },
-            "observed_at": r["observed_at"],
-        }
+        return DocumentDetail(
+            id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
+            content=r["content"] or "", content_hash=r["content_hash"], size=r["source_size"],
+            front_matter=json.loads(r["front_matter"] or "{}"),
+            tombstoned=r["tombstoned_at"] is not None, tombstoned_at=r["tombstoned_at"],
+            current_revision_id=r["current_revision_id"],
+            active_revision_id=r["active_revision_id"],
+            projection=ProjectionState(
+                status=r["projection_status"], error=r["projection_error"],
+                attempts=int(r["projection_attempts"] or 0),
+                started_at=r["projection_started_at"], updated_at=r["projection_updated_at"],
+                next_attempt_at=r["projection_next_attempt_at"]),
+            observed_at=r["observed_at"])
+
+    def document(self, doc_id: int) -> dict[str, Any] | None:
+        """Legacy dict form of :meth:`detail`; kept until the TUI has switched."""
+        d = self.detail(doc_id)
+        return d.as_dict() if d is not None else None
 
     def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
         """Chunks of a revision (default: current) as :class:`Chunk` objects."""
@@ -380,29 +374,34 @@ class MemoryService:
         return {int(r["ordinal"]): int(r["id"]) for r in dbm.rows(
             self.conn(), "SELECT id, ordinal FROM knowledge_nodes WHERE document_id=?", (doc_id,))}
 
-    def revision(self, revision_id: int) -> dict[str, Any] | None:
-        """One revision record."""
-        return dbm.row(self.conn(), "SELECT * FROM memory_revisions WHERE id=?", (revision_id,))
+    @staticmethod
+    def _revision(r: dict[str, Any]) -> Revision:
+        return Revision(
+            id=int(r["id"]), number=int(r["seq"]), change_kind=r["change_kind"],
+            content_hash=r["content_hash"], path=r["logical_path"],
+            previous_path=r["previous_path"], observed_at=r["observed_at"],
+            chunker=RevisionChunker(
+                name=r["chunker_name"], version=r["chunker_version"],
+                config=json.loads(r["chunker_config"]) if r["chunker_config"] else None),
+            chunks=r["chunk_count"], embedder=r["embedder"],
+            embedder_status=r["embedder_status"], summary=r["summary"], diff=r["diff"],
+            diff_truncated=bool(r["diff_truncated"]), has_snapshot=r["snapshot"] is not None,
+            size=r["size_bytes"], snapshot=r["snapshot"])
+
+    def revision(self, revision_id: int) -> Revision | None:
+        """One revision record (with its snapshot, when it still has one)."""
+        r = dbm.row(self.conn(), "SELECT * FROM memory_revisions WHERE id=?", (revision_id,))
+        return self._revision(r) if r is not None else None
+
+    def revisions(self, doc_id: int) -> list[Revision]:
+        """Revisions newest first (bounded summaries and diffs; snapshot only on current)."""
+        return [self._revision(r) for r in dbm.rows(
+            self.conn(), "SELECT * FROM memory_revisions WHERE document_id=? ORDER BY seq DESC",
+            (doc_id,))]
 
     def history(self, doc_id: int) -> list[dict[str, Any]]:
-        """Revisions newest first (bounded summaries and diffs; snapshot only on current)."""
-        out = []
-        for r in dbm.rows(self.conn(), "SELECT * FROM memory_revisions WHERE document_id=?"
-                          " ORDER BY seq DESC", (doc_id,)):
-            out.append({
-                "id": r["id"], "number": r["seq"], "change_kind": r["change_kind"],
-                "content_hash": r["content_hash"], "path": r["logical_path"],
-                "previous_path": r["previous_path"], "observed_at": r["observed_at"],
-                "chunker": {"name": r["chunker_name"], "version": r["chunker_version"],
-                            "config": json.loads(r["chunker_config"]) if r["chunker_config"]
-                            else None},
-                "chunks": r["chunk_count"],
-                "embedder": r["embedder"], "embedder_status": r["embedder_status"],
-                "summary": r["summary"], "diff": r["diff"],
-                "diff_truncated": bool(r["diff_truncated"]),
-                "has_snapshot": r["snapshot"] is not None, "size": r["size_bytes"],
-            })
-        return out
+        """Legacy dict form of :meth:`revisions`; kept until the TUI has switched."""
+        return [r.as_json() for r in self.revisions(doc_id)]
 
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None
@@ -417,18 +416,26 @@ class MemoryService:
 
     def index_warnings(self, doc_id: int) -> list[IndexWarning]:
         """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""
-        doc = self.document(doc_id)
+        doc = self.detail(doc_id)
         if doc is None:
             return []
         names = set(self.chunker_config().index_names)
-        if Path(doc["path"]).name not in names:
+        if Path(doc.path).name not in names:
             return []
         live = [r[0] for r in self.conn().execute(
             "SELECT logical_path FROM memory_documents WHERE repository=? AND tombstoned_at IS NULL",
-            (doc["repository"],))]
-        return check_index(doc["path"], doc["content"], live)
+            (doc.repository,))]
+        return check_index(doc.path, doc.content, live)
 
     def stats(self) -> dict[str, Any]:
+        """Legacy dict form of :meth:`statistics`; kept until the TUI has switched."""
+        return self.statistics().as_dict()
+
+    def pending_count(self) -> dict[str, int]:
+        """Projection queue: live documents per projection status."""
+        return proj.pending_count(self.conn())
+
+    def statistics(self) -> Stats:
         """Counts for a status bar: documents, chunks, queue, embedder."""
         conn = self.conn()
         docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
@@ -436,8 +443,8 @@ class MemoryService:
         tomb = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
                               " IS NOT NULL") or 0)
         nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
-        return {"db": str(self.db_path), "documents": docs, "tombstoned": tomb, "chunks": nodes,
-                "queue": proj.pending_count(conn), "embedder": self.embedder_label()}
+        return Stats(db=str(self.db_path), documents=docs, tombstoned=tomb, chunks=nodes,
+                     queue=proj.pending_count(conn), embedder=self.embedder_label())
 
     def embedder_label(self) -> str:
         """Short embedder description, or the reason it is unavailable."""
@@ -450,3 +457,112 @@ class MemoryService:
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
         """Run the consistency checks."""
         return doctor_mod.run_checks(self.conn())
+
+    # -- for the TUI (issue 12, TUI side): reads the browser needs -----------------
+    # Added by the TUI refactor; the core may fold these into its own blocks.
+    def document_summaries(self, ids: Sequence[int]) -> list[DocumentSummary]:
+        """List rows for the given document ids (live or tombstoned), in id order."""
+        out: list[DocumentSummary] = []
+        wanted = sorted({int(i) for i in ids})
+        conn = self.conn()
+        for start in range(0, len(wanted), 500):  # below SQLite's host-parameter limit
+            part = wanted[start:start + 500]
+            ph = ",".join("?" * len(part))
+            out.extend(DocumentSummary.from_row(r) for r in dbm.rows(
+                conn, f"{_SUMMARY_SQL} WHERE d.id IN ({ph}) ORDER BY d.id", part))
+        return out
+
+    def build_filter_index(self, *, include_tombstoned: bool = False) -> FilterIndex:
+        """Read documents and their headings once, for repeated fuzzy filtering."""
+        from rapidfuzz import utils
+
+        docs = self.list_documents(include_tombstoned=include_tombstoned, with_headings=True)
+        choices = [utils.default_process(" ".join([d.repository, d.path, d.name or "",
+                                                   " ".join(d.headings)])) for d in docs]
+        return FilterIndex(include_tombstoned, list(docs), choices)
+
+    def queued_document_ids(self) -> list[int]:
+        """Live documents a projection run would pick up now, in id order."""
+        return [int(r["id"]) for r in dbm.rows(
+            self.conn(),
+            "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL"
+            " AND current_revision_id IS NOT NULL AND ("
+            "  projection_status IN ('pending','processing')"
+            "  OR (projection_status='ready' AND active_revision_id IS NOT current_revision_id)"
+            "  OR (projection_status IN ('failed','stale')"
+            "      AND (projection_next_attempt_at IS NULL OR projection_next_attempt_at<=?)))"
+            " ORDER BY id", (self.clock(),))]
+
+    def watcher(self, roots: Sequence[MemoryRoot] | None = None, *,
+                scan_paths: Sequence[Path] | None = None,
+                on_event: Callable[[WatchEvent], None] | None = None,
+                debounce_ms: int | None = None, reconcile_seconds: float | None = None,
+                repository: str | None = None) -> Watcher:
+        """A file watcher on ``roots`` (and new memory folders under ``scan_paths``)."""
+        from .watch import Watcher
+
+        return Watcher(self, roots, scan_paths=scan_paths, on_event=on_event,
+                       debounce_ms=debounce_ms, reconcile_seconds=reconcile_seconds,
+                       repository=repository)
+
+    # -- flows (one home each; the CLI and the TUI call these) ----------------------
+    def watch_scan_paths(self, paths: Sequence[Path] | None = None) -> list[Path]:
+        """Folders a watcher should scan: the given ones, else the configured roots or
+        ``~/.claude/projects`` (only those that exist)."""
+        if paths:
+            return [Path(p) for p in paths]
+        return [p for p in (self.settings.roots or [claude_projects_dir()]) if p.is_dir()]
+
+    def start_up(self, roots: Sequence[MemoryRoot], *, batch: int = 50,
+                 on_change: Callable[[FileChange], None] | None = None,
+                 on_batch: Callable[[Sequence[int], proj.ProjectionReport], None] | None = None,
+                 ) -> IngestOutcome:
+        """Startup: ingest durably, then project the queue in batches of ``batch``
+        documents, calling ``on_batch(ids, report)`` after each one."""
+        out = self.ingest(roots, project=False, on_change=on_change)
+        reports = self.project_queue(batch=batch, on_batch=on_batch)
+        merged = proj.ProjectionReport([o for r in reports for o in r.outcomes])
+        return IngestOutcome(out.report, merged, self.pending_count())
+
+    def project_queue(self, *, batch: int = 50,
+                      on_batch: Callable[[Sequence[int], proj.ProjectionReport], None] | None
+                      = None) -> list[proj.ProjectionReport]:
+        """Project everything queued now, ``batch`` documents at a time."""
+        self.mark_embedder_changes()
+        ids = self.queued_document_ids()
+        reports = []
+        for start in range(0, len(ids), max(1, batch)):
+            part = ids[start:start + max(1, batch)]
+            rep = self.project(part)
+            reports.append(rep)
+            if on_batch is not None:
+                on_batch(part, rep)
+        return reports
+
+    def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
+        """What follows an ingest of ``changes``: project the documents they touched."""
+        ids = sorted({c.document_id for c in changes
+                      if c.document_id is not None and c.kind not in ("unchanged", "failed")})
+        return self.project(ids) if ids else proj.ProjectionReport([])
+
+    def rechunk_and_project(self, doc_ids: Sequence[int] | None, config: ChunkerConfig, *,
+                            project: bool = True) -> RechunkOutcome:
+        """Rechunk one, some or all (``None``) live documents, then project the changed ones."""
+        if doc_ids is None:
+            doc_ids = [d.id for d in self.list_documents()]
+        changed = self.rechunk(doc_ids, config)
+        rep = self.project(changed) if (changed and project) else None
+        return RechunkOutcome(config, len(doc_ids), tuple(changed), rep)
+
+    def chunker_config_with(self, overrides: Mapping[str, Any]) -> ChunkerConfig:
+        """The configured chunker with some fields replaced (validated).
+
+        Raises:
+            ChunkerConfigError: An invalid combination (also TypeError/ValueError).
+        """
+        d = self.settings.chunker_dict()
+        d.update({k: v for k, v in overrides.items() if v is not None})
+        cfg = ChunkerConfig.from_dict(d)
+        cfg.validate()
+        return cfg
+

@@ -17,6 +17,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memlens.core.service import MemoryService, chunk_file, load_settings
+from memlens.core.types import (
+    ChunkerConfig,
+    ChunkerConfigError,
+    ConfigError,
+    DatabaseError,
+    EmbedderUnavailable,
+    EmbeddingError,
+    FileChange,
+    SearchError,
+    SourceError,
+    UsageError,
+)
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -96,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search", help="search active memory",
                        description="Search the active projection. Modes: lexical (FTS5 bm25), "
-                       "vector (sqlite-vec KNN), hybrid (rank fusion; default).")
+                       "vector (sqlite-vec KNN), hybrid (score fusion of both; default).")
     s.add_argument("query")
     s.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
     s.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
@@ -125,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "ordinal, heading path, spans, tokens and first line.")
     s.add_argument("path", type=Path)
     _chunker_flags(s)
-    s.add_argument("--json", action="store_true", help="print JSON (see README)")
+    _common(s)
 
     s = sub.add_parser("rechunk", help="re-chunk stored documents with another config",
                        description="Create rechunk revisions (same content, new chunker config) "
@@ -151,11 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub: Any) -> None:
     """Subcommands implemented in their own modules (watch, bench, tui)."""
-    for modname in ("memlens.tui.cli_watch", "memlens.tui.cli_bench", "memlens.tui.cli_tui"):
-        try:
-            mod = __import__(modname, fromlist=["register"])
-        except ImportError:
-            continue
+    from memlens.tui import cli_bench, cli_tui, cli_watch
+
+    for mod in (cli_watch, cli_bench, cli_tui):
         mod.register(sub, _common)
 
 
@@ -163,10 +175,7 @@ def _register_optional(sub: Any) -> None:
 # helpers
 
 
-def _service(args: argparse.Namespace, **overrides: Any) -> Any:
-    from memlens.core.config import ConfigError, load_settings
-    from memlens.core.service import MemoryService
-
+def _service(args: argparse.Namespace, **overrides: Any) -> MemoryService:
     ov: dict[str, Any] = {"db": str(args.db) if getattr(args, "db", None) else None}
     for flag, key in (("strategy", "chunker.strategy"), ("max_tokens", "chunker.max_tokens"),
                       ("overlap", "chunker.overlap_tokens"), ("embedder", "embedder.name")):
@@ -180,9 +189,7 @@ def _service(args: argparse.Namespace, **overrides: Any) -> Any:
     return MemoryService(settings)
 
 
-def _chunker_config(args: argparse.Namespace, base: dict[str, Any]) -> Any:
-    from memlens.core.chunking import ChunkerConfig, ChunkerConfigError
-
+def _chunker_config(args: argparse.Namespace, base: dict[str, Any]) -> ChunkerConfig:
     d = dict(base)
     if args.strategy is not None:
         d["strategy"] = args.strategy
@@ -208,8 +215,6 @@ def _progress_enabled(args: argparse.Namespace) -> bool:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """``memlens ingest``."""
-    from memlens.core.sources import UsageError
-
     svc = _service(args)
     _chunker_config(args, svc.settings.chunker_dict())
     try:
@@ -228,12 +233,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         progress.start()
         task = progress.add_task("ingesting", total=None)
 
-    def on_change(ch: Any) -> None:
+    def on_change(ch: FileChange) -> None:
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=f"{ch.repository}/{ch.path}"[:60])
 
     try:
-        out = svc.ingest(roots, project=not args.defer_projection, on_change=on_change)
+        if args.defer_projection:
+            out = svc.ingest(roots, project=False, on_change=on_change)
+        else:
+            out = svc.start_up(roots, on_change=on_change)
     finally:
         if progress is not None:
             progress.stop()
@@ -255,15 +263,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     """``memlens project``."""
-    from memlens.core.projection import pending_count
-
     svc = _service(args)
     try:
         rep = svc.project(force=args.force)
-        q = pending_count(svc.conn())
+        q = svc.pending_count()
     finally:
         svc.close()
-    data = {"projected": len(rep.outcomes), "ready": rep.count("ready"),
+    data: dict[str, Any] = {"projected": len(rep.outcomes), "ready": rep.count("ready"),
             "failed": [{"document_id": o.document_id, "error": o.error}
                        for o in rep.outcomes if o.result in ("failed", "stale")],
             "queue": q}
@@ -279,9 +285,6 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """``memlens search``."""
-    from memlens.core.embedding import EmbeddingError
-    from memlens.core.search import SearchError
-
     if args.k <= 0:
         raise CliError("-k must be a positive number")
     svc = _service(args)
@@ -348,55 +351,51 @@ def cmd_history(args: argparse.Namespace) -> int:
     svc = _service(args)
     try:
         try:
-            doc = svc.find(args.repository, args.path)
+            doc = svc.locate(args.repository, args.path)
         except LookupError as exc:
             raise CliError(str(exc)) from None
         if doc is None:
             raise CliError(f"no document {args.path!r}"
                            + (f" in {args.repository}" if args.repository else ""), EXIT_FAIL)
-        hist = svc.history(doc["id"])
+        hist = svc.revisions(doc.id)
     finally:
         svc.close()
     if args.json:
-        _print_json({"repository": doc["repository"], "path": doc["path"], "revisions": hist})
+        _print_json({"repository": doc.repository, "path": doc.path,
+                     "revisions": [r.as_json() for r in hist]})
         return EXIT_OK
-    print(f"{doc['repository']}/{doc['path']}")
+    print(f"{doc.repository}/{doc.path}")
     for r in hist:
-        emb = r["embedder"] or "-"
-        cfg = r["chunker"]["config"] or {}
-        print(f"  #{r['number']:<3} {r['change_kind']:<8} {_ts(r['observed_at'])}  "
-              f"{r['content_hash'][:12]}  {cfg.get('strategy', '-')}/{cfg.get('max_tokens', '-')}"
+        emb = r.embedder or "-"
+        cfg = r.chunker.config or {}
+        print(f"  #{r.number:<3} {r.change_kind:<8} {_ts(r.observed_at)}  "
+              f"{r.content_hash[:12]}  {cfg.get('strategy', '-')}/{cfg.get('max_tokens', '-')}"
               f"/{cfg.get('overlap_tokens', '-')}  {emb}")
-        if r["summary"]:
-            print(f"       {r['summary']}")
-        if r["diff"] and not args.no_diff:
-            for line in r["diff"].splitlines():
+        if r.summary:
+            print(f"       {r.summary}")
+        if r.diff and not args.no_diff:
+            for line in r.diff.splitlines():
                 print(f"       {line}")
     return EXIT_OK
 
 
 def cmd_chunks(args: argparse.Namespace) -> int:
     """``memlens chunks PATH``: chunk one file without storing it."""
-    from memlens.core.chunking import chunk_markdown
-    from memlens.core.config import ConfigError, load_settings
-    from memlens.core.sources import SourceError, decode_markdown, read_file
-
     p: Path = args.path
     if not p.exists():
         raise CliError(f"{p}: no such file", EXIT_FAIL)
     if p.is_dir():
         raise CliError(f"{p}: is a folder; give a Markdown file", EXIT_FAIL)
     try:
-        settings = load_settings()
+        settings = load_settings(args.config,
+                                 overrides={"db": str(args.db) if args.db else None})
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     cfg = _chunker_config(args, settings.chunker_dict())
     try:
-        data, _ = read_file(p)
-        text = decode_markdown(data)
+        res = chunk_file(p, cfg)
     except SourceError as exc:
         raise CliError(f"{p}: {exc}", EXIT_FAIL) from None
-    res = chunk_markdown(text, cfg, path=p.name)
     if args.json:
         _print_json({
             "file": str(p), "config": json.loads(cfg.canonical_json()),
@@ -430,20 +429,16 @@ def cmd_rechunk(args: argparse.Namespace) -> int:
             ids = [d.id for d in svc.list_documents(repository=args.repository)]
         else:
             try:
-                doc = svc.find(args.repository, args.path)
+                doc = svc.locate(args.repository, args.path)
             except LookupError as exc:
                 raise CliError(str(exc)) from None
-            if doc is None or doc["tombstoned"]:
+            if doc is None or doc.tombstoned:
                 raise CliError(f"no live document {args.path!r}", EXIT_FAIL)
-            ids = [doc["id"]]
-        changed = svc.rechunk(ids, cfg)
-        rep = svc.project(changed) if (changed and not args.defer_projection) else None
+            ids = [doc.id]
+        out = svc.rechunk_and_project(ids, cfg, project=not args.defer_projection)
     finally:
         svc.close()
-    data = {"config": json.loads(cfg.canonical_json()), "rechunked": len(changed),
-            "unchanged": len(ids) - len(changed),
-            "projection": {"ready": rep.count("ready") if rep else 0,
-                           "failed": (rep.count("failed") + rep.count("stale")) if rep else 0}}
+    data = out.as_json()
     if args.json:
         _print_json(data)
     else:
@@ -472,8 +467,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     """``memlens config``."""
-    from memlens.core.config import ConfigError, load_settings
-
     ov = {"db": str(args.db) if args.db else None}
     try:
         s = load_settings(args.config, overrides=ov)
@@ -535,15 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = args.command or "tui"
     handler = COMMANDS.get(cmd) or getattr(args, "handler", None)
     if handler is None:
-        if cmd == "tui":
-            _err("the terminal UI is not installed in this build; use a subcommand "
-                 "(see `memlens --help`)")
-            return EXIT_USAGE
         parser.error(f"unknown command {cmd}")
-    from memlens.core.config import ConfigError
-    from memlens.core.db import DatabaseError
-    from memlens.core.embedding import EmbedderUnavailable
-
     try:
         return int(handler(args))
     except CliError as exc:

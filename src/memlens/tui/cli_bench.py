@@ -100,16 +100,14 @@ def _command_line(argv: list[str]) -> str:
 
 def _embedder_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Options from the config file's [embedder] table, for the configured embedder."""
-    from memlens.core.config import ConfigError, load_settings
+    from memlens.core.service import bench_embedder_options, load_settings
+    from memlens.core.types import ConfigError
 
     try:
         settings = load_settings(getattr(args, "config", None))
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
-    name = str(settings.get("embedder.name"))
-    if name in ("auto", "") or not settings.embedder_options:
-        return {}
-    return {name.replace("_", "-"): dict(settings.embedder_options)}
+    return bench_embedder_options(settings)
 
 
 class _Usage(Exception):
@@ -118,47 +116,27 @@ class _Usage(Exception):
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``memlens bench``."""
-    from memlens.core import bench
+    from memlens.core.service import render_bench_report, run_benchmark
+    from memlens.core.types import BenchError
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli.py")) else []
     command = _command_line(argv or _reconstruct(args))
     try:
-        strategies = bench.parse_strategies(
-            args.strategies or ("adaptive-400-80" if args.generate else
-                                ",".join(bench.DEFAULT_STRATEGIES)))
-        modes = bench.split_list(args.modes)
-        embedders = bench.split_list(args.embedder) if args.embedder else None
         options = _embedder_options(args)
-        if args.per_document < 0:
-            raise bench.BenchError("--per-document must be 0 or more")
-        show = sys.stderr.isatty()
-        if args.generate:
-            try:
-                sizes = [int(x) for x in bench.split_list(args.generate)]
-            except ValueError:
-                raise bench.BenchError(f"--generate takes file counts such as 100,1000, "
-                                       f"got {args.generate!r}") from None
-            with _progress(show) as (total, advance):
-                report = bench.run_scale(sizes, strategies, modes, embedders,
-                                         embedder_options=options, seed=args.seed,
-                                         workdir=args.workdir, command=command,
-                                         progress=advance, total=total)
-        else:
-            corpus = args.corpus or _default_corpus()
-            queries = args.queries or corpus / "queries.jsonl"
-            opts = bench.BenchOptions(corpus=corpus, queries=queries, strategies=strategies,
-                                      modes=modes, embedders=embedders,
-                                      embedder_options=options, per_document=args.per_document,
-                                      workdir=args.workdir, command=command)
-            with _progress(show) as (total, advance):
-                report = bench.run_bench(opts, progress=advance, total=total)
-    except (bench.BenchError, _Usage) as exc:
+        corpus = None if args.generate else (args.corpus or _default_corpus())
+        with _progress(sys.stderr.isatty()) as (total, advance):
+            report = run_benchmark(
+                corpus=corpus, queries=args.queries, strategies=args.strategies,
+                modes=args.modes, embedders=args.embedder, generate=args.generate,
+                per_document=args.per_document, seed=args.seed, workdir=args.workdir,
+                command=command, embedder_options=options, progress=advance, total=total)
+    except (BenchError, _Usage) as exc:
         _err(str(exc))
         return EXIT_USAGE
-    notes = None
+    previous = None
     if args.out is not None and args.out.exists():
-        notes = bench.extract_notes(args.out.read_text(encoding="utf-8"))
-    md = bench.render_markdown(report, notes)
+        previous = args.out.read_text(encoding="utf-8")
+    md = render_bench_report(report, previous)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md, encoding="utf-8")
@@ -189,7 +167,7 @@ def _reconstruct(args: argparse.Namespace) -> list[str]:
 
 
 def _default_corpus() -> Path:
-    from memlens.core.bench import BenchError
+    from memlens.core.types import BenchError
     from memlens.tui.demo import DemoUnavailable, bundled_corpus
 
     try:

@@ -41,9 +41,8 @@ def register(sub: Any, common: Callable[..., None]) -> None:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """Open the UI; returns the exit code."""
-    from memlens.core.config import ConfigError, load_settings
-    from memlens.core.service import MemoryService
-    from memlens.core.sources import UsageError
+    from memlens.core.service import MemoryService, load_settings
+    from memlens.core.types import ConfigError, UsageError
 
     from .cli import EXIT_FAIL, EXIT_OK, CliError
     from .demo import DEMO_NOTE, DemoUnavailable, demo_db_path, prepare_demo
@@ -81,7 +80,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     elif not roots:
         raise CliError("no memory folders found under " + ", ".join(map(str, paths)), EXIT_FAIL)
     service = MemoryService(settings)
-    watch = not args.no_watch and bool(settings.get("watch.enabled"))
+    watch = not args.no_watch and settings.watch.enabled
 
     from .app import MemlensApp
 

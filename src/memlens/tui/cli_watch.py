@@ -121,8 +121,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     ``python -m memlens.tui.cli`` the CLI module exists twice (``__main__`` and
     ``memlens.tui.cli``), so a ``CliError`` raised from here would not be caught.
     """
-    from memlens.core.sources import UsageError, claude_projects_dir
-    from memlens.core.watch import Watcher
+    from memlens.core.types import UsageError
     from memlens.tui.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, _service
 
     if args.debounce_ms is not None and args.debounce_ms <= 0:
@@ -140,17 +139,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
             roots = svc.resolve_roots(args.paths or None, args.repository)
         except UsageError as exc:
             return _fail(str(exc), EXIT_USAGE)
-        if args.paths:
-            scan = [Path(p) for p in args.paths]
-        else:
-            scan = [p for p in (svc.settings.roots or [claude_projects_dir()]) if p.is_dir()]
+        scan = svc.watch_scan_paths(args.paths or None)
+        if not args.paths:
             if not roots and not scan:
                 return _fail("no memory folders found (looked in ~/.claude/projects/*/memory); "
                              "pass a PATH, e.g. `memlens watch corpus/`", EXIT_FAIL)
         printer = _Printer(bool(args.json))
-        watcher = Watcher(svc, roots, scan_paths=scan, debounce_ms=args.debounce_ms,
-                          reconcile_seconds=args.reconcile_seconds, on_event=printer,
-                          repository=args.repository)
+        watcher = svc.watcher(roots, scan_paths=scan, debounce_ms=args.debounce_ms,
+                              reconcile_seconds=args.reconcile_seconds, on_event=printer,
+                              repository=args.repository)
         stop = threading.Event()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:

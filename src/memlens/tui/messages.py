@@ -2,48 +2,45 @@
 
 Workers never touch widgets: they read through :class:`MemoryService` in a
 thread and post one of these. Handlers on the event loop only update widgets.
-Progress-like messages set ``can_replace`` so a burst renders once.
+Every message is a ``@dataclass`` (Textual's :class:`Message` initialises itself
+in ``__post_init__``). Progress-like messages set ``can_replace`` so a burst
+renders once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from textual.message import Message
 
-from memlens.core.chunking import Chunk
-from memlens.core.indexfile import IndexWarning
-from memlens.core.search import SearchResult
-from memlens.core.service import DocumentSummary
-
-
-class DocumentsLoaded(Message):
-    """The document list (or a filtered part of it) was read."""
-
-    def __init__(self, docs: list[DocumentSummary], warnings: dict[int, list[IndexWarning]], *,
-                 filter_text: str, show_tombstoned: bool, scores: dict[int, float] | None = None,
-                 ) -> None:
-        super().__init__()
-        self.docs = docs
-        self.warnings = warnings
-        self.filter_text = filter_text
-        self.show_tombstoned = show_tombstoned
-        self.scores = scores or {}
-
-
-class DocumentRowsChanged(Message):
-    """Some documents changed (status, chunk count...): refresh their rows."""
-
-    def __init__(self, docs: list[DocumentSummary], *, processing: bool = False) -> None:
-        super().__init__()
-        self.docs = docs
-        self.processing = processing
+from memlens.core.types import Chunk, DocumentSummary, IndexWarning, SearchResult
 
 
 @dataclass
-class DocumentDetail:
-    """Everything the detail panes show for one document."""
+class DocumentsLoaded(Message):
+    """The document list (or a filtered part of it) was read."""
+
+    docs: list[DocumentSummary]
+    warnings: dict[int, list[IndexWarning]]
+    _: KW_ONLY
+    filter_text: str
+    show_tombstoned: bool
+    scores: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class DocumentRowsChanged(Message):
+    """Some documents changed (status, chunk count...): refresh their rows."""
+
+    docs: list[DocumentSummary]
+    _: KW_ONLY
+    processing: bool = False
+
+
+@dataclass
+class DetailView:
+    """Everything the detail panes show for one document (read by a worker)."""
 
     doc_id: int
     document: dict[str, Any]
@@ -60,61 +57,55 @@ class DocumentDetail:
     hit_span: tuple[int, int] | None = None
 
 
+@dataclass
 class DetailLoaded(Message):
     """The detail of the selected document was read."""
 
-    def __init__(self, detail: DocumentDetail) -> None:
-        super().__init__()
-        self.detail = detail
+    detail: DetailView
 
 
+@dataclass
 class DetailMissing(Message):
     """The selected document no longer exists."""
 
-    def __init__(self, doc_id: int) -> None:
-        super().__init__()
-        self.doc_id = doc_id
+    doc_id: int
 
 
+@dataclass
 class StatsLoaded(Message):
     """Fresh counts for the status bar."""
 
-    def __init__(self, stats: dict[str, Any]) -> None:
-        super().__init__()
-        self.stats = stats
+    stats: dict[str, Any]
 
     def can_replace(self, message: Message) -> bool:
         """Only the newest counts matter."""
         return isinstance(message, StatsLoaded)
 
 
+@dataclass
 class Progress(Message):
     """Progress of a long background job (ingest, projection, rechunk)."""
 
-    def __init__(self, job: str, phase: str, done: int, total: int | None, label: str = "",
-                 ) -> None:
-        super().__init__()
-        self.job = job
-        self.phase = phase
-        self.done = done
-        self.total = total
-        self.label = label
+    job: str
+    phase: str
+    done: int
+    total: int | None
+    label: str = ""
 
     def can_replace(self, message: Message) -> bool:
         """A newer progress report of the same job replaces an older one."""
         return isinstance(message, Progress) and message.job == self.job
 
 
+@dataclass
 class JobFinished(Message):
     """A long background job ended (the status bar clears its progress)."""
 
-    def __init__(self, job: str, summary: str, *, ok: bool = True,
-                 reload: bool = True) -> None:
-        super().__init__()
-        self.job = job
-        self.summary = summary
-        self.ok = ok
-        self.reload = reload
+    job: str
+    summary: str
+    _: KW_ONLY
+    ok: bool = True
+    reload: bool = True
 
 
 @dataclass
@@ -129,44 +120,39 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
 class SearchResults(Message):
     """Results of a live search; applied only if the query still matches the input."""
 
-    def __init__(self, outcome: SearchOutcome) -> None:
-        super().__init__()
-        self.outcome = outcome
+    outcome: SearchOutcome
 
 
+@dataclass
 class PreviewReady(Message):
     """A rechunk preview (current and proposed chunks) for the dialog."""
 
-    def __init__(self, key: tuple[Any, ...], current: list[Chunk], proposed: list[Chunk],
-                 error: str | None = None) -> None:
-        super().__init__()
-        self.key = key
-        self.current = current
-        self.proposed = proposed
-        self.error = error
+    key: tuple[Any, ...]
+    current: list[Chunk]
+    proposed: list[Chunk]
+    error: str | None = None
 
 
+@dataclass
 class RetryDone(Message):
     """A projection retry finished."""
 
-    def __init__(self, doc_id: int, result: str, error: str | None) -> None:
-        super().__init__()
-        self.doc_id = doc_id
-        self.result = result
-        self.error = error
+    doc_id: int
+    result: str
+    error: str | None
 
 
+@dataclass
 class WatchStatus(Message):
     """The file watcher changed state or reported an event."""
 
-    def __init__(self, state: str, *, last: str | None = None, queue: int | None = None,
-                 error: str | None = None, changed: list[int] | None = None) -> None:
-        super().__init__()
-        self.state = state
-        self.last = last
-        self.queue = queue
-        self.error = error
-        self.changed = changed or []
+    state: str
+    _: KW_ONLY
+    last: str | None = None
+    queue: int | None = None
+    error: str | None = None
+    changed: list[int] = field(default_factory=list)

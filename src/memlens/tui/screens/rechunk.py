@@ -20,8 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 from textual.worker import get_current_worker
 
-from memlens.core.chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
-from memlens.core.views import release_thread_connection
+from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
 
 from ..messages import PreviewReady
 from ..widgets.debounce import Debouncer
@@ -210,10 +209,10 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         try:
             current, proposed = service.preview_rechunk(self.doc_id, cfg)
             msg = PreviewReady(key, current, proposed)
-        except Exception as exc:  # noqa: BLE001 - shown in the dialog
+        except Exception as exc:  # shown in the dialog
             msg = PreviewReady(key, [], [], error=str(exc))
         finally:
-            release_thread_connection(service)
+            service.release_thread_connection()
         if not get_current_worker().is_cancelled:
             self.post_message(msg)
 

@@ -21,8 +21,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.search import MODES, SearchHit
-from memlens.core.views import release_thread_connection
+from memlens.core.types import MODES, SearchHit
 
 from ..messages import SearchOutcome, SearchResults
 from ..widgets.debounce import Debouncer
@@ -180,10 +179,10 @@ class SearchScreen(Screen["SearchHit | None"]):
         try:
             res = service.search(query, mode=mode, k=RESULTS)
             out = SearchOutcome(query, mode, res, time.perf_counter() - t0, notes=res.notes)
-        except Exception as exc:  # noqa: BLE001 - shown in the UI, never a crash
+        except Exception as exc:  # shown in the UI, never a crash
             out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc))
         finally:
-            release_thread_connection(service)
+            service.release_thread_connection()
         if not get_current_worker().is_cancelled:
             self.post_message(SearchResults(out))
 

@@ -27,7 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from memlens.core.chunking import Chunk
+from memlens.core.types import Chunk
 
 from .fmt import size_bar
 

@@ -20,8 +20,7 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from memlens.core.indexfile import IndexWarning
-from memlens.core.service import DocumentSummary
+from memlens.core.types import DocumentSummary, IndexWarning
 
 from .fmt import WARNING_GLYPH, glyph, human_size
 

@@ -1,0 +1,297 @@
+"""The browser: the document tree on the left, the selected document's panes on the right.
+
+:class:`BrowserScreen` is the app's default screen. It owns the browser's key
+bindings (they are simply absent while search, a dialog or help is on top) and
+renders what the app's workers read: the title, the index warnings, the chunk,
+timeline and projection panes. State (the selection, the detail read last) stays
+on :class:`~memlens.tui.app.MemlensApp`, which routes the workers' messages here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+
+from ..messages import DetailView, DocumentsLoaded
+from ..widgets.chunk_view import ChunkView
+from ..widgets.doc_tree import DocumentTree
+from ..widgets.fmt import STATUS_STYLES, WARNING_GLYPH, glyph, human_size, plural, short_hash, timestamp
+from ..widgets.projection_panel import ProjectionPanel
+from ..widgets.status_bar import StatusBar
+from ..widgets.timeline import TimelineView
+
+if TYPE_CHECKING:
+    from ..app import MemlensApp
+
+
+class BrowserScreen(Screen[None]):
+    """Browse Claude Code memory: documents, chunks, timeline, projection."""
+
+    # Every action runs on the app (the palette and the tests call them there); the
+    # global ones (quit, watch, theme, help) are bound on the app too, for other screens.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "app.quit", "Quit"),
+        Binding("slash", "app.focus_filter", "Filter"),
+        Binding("s", "app.search", "Search"),
+        Binding("t", "app.toggle_tombstoned", "Deleted"),
+        Binding("c", "app.rechunk", "Rechunk"),
+        Binding("r", "app.retry_projection", "Retry"),
+        Binding("n,right_square_bracket", "app.next_chunk", "Next chunk"),
+        Binding("p,left_square_bracket", "app.previous_chunk", "Prev chunk"),
+        Binding("1", "app.show_tab('chunks')", "Chunks", show=False),
+        Binding("2", "app.show_tab('timeline')", "Timeline", show=False),
+        Binding("3", "app.show_tab('projection')", "Projection", show=False),
+        Binding("w", "app.toggle_watch", "Watch"),
+        Binding("d", "app.toggle_dark", "Theme"),
+        Binding("ctrl+r", "app.reload", "Reload", show=False),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("escape", "app.escape", "Back", show=False),
+    ]
+
+    @property
+    def memlens(self) -> MemlensApp:
+        """The app, typed."""
+        from ..app import MemlensApp
+
+        app = self.app
+        assert isinstance(app, MemlensApp)
+        return app
+
+    # -- layout -------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        """Tree on the left; title, warnings and tabs on the right; status and keys below."""
+        yield Header(icon="◆")
+        with Horizontal(id="main"):
+            with Vertical(id="sidebar"):
+                yield Input(placeholder="Filter documents  (/)", id="filter")
+                yield Static("", id="filter-info")
+                yield DocumentTree(id="tree")
+            with Vertical(id="detail"):
+                yield Static("", id="doc-title")
+                yield Static("", id="doc-warnings")
+                with TabbedContent(id="tabs", initial="tab-chunks"):
+                    with TabPane("Chunks [1]", id="tab-chunks"):
+                        yield ChunkView(id="chunks")
+                        yield Static("", id="chunk-info")
+                    with TabPane("Timeline [2]", id="tab-timeline"):
+                        yield TimelineView(id="timeline")
+                    with TabPane("Projection [3]", id="tab-projection"):
+                        yield ProjectionPanel(id="projection")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """The widgets exist: the app starts loading."""
+        self.memlens.browser_mounted()
+
+    @property
+    def doc_tree(self) -> DocumentTree:
+        """The document tree."""
+        return self.query_one("#tree", DocumentTree)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        """The status bar."""
+        return self.query_one("#status", StatusBar)
+
+    @property
+    def filter_input(self) -> Input:
+        """The fuzzy filter in the sidebar."""
+        return self.query_one("#filter", Input)
+
+    @property
+    def chunk_view(self) -> ChunkView:
+        """The chunk pane."""
+        return self.query_one("#chunks", ChunkView)
+
+    # -- navigation -----------------------------------------------------------
+    def show_tab(self, name: str) -> None:
+        """Switch the detail tab."""
+        self.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+
+    def step_chunk(self, forward: bool) -> None:
+        """Select the next (or previous) chunk, on the chunks tab."""
+        self.show_tab("chunks")
+        if forward:
+            self.chunk_view.select_next()
+        else:
+            self.chunk_view.select_previous()
+
+    def escape(self) -> None:
+        """Leave the filter (first press) or clear it (second press)."""
+        flt = self.filter_input
+        if flt.has_focus:
+            self.doc_tree.focus()
+        elif flt.value:
+            flt.value = ""
+
+    def clear_filter_quietly(self) -> None:
+        """Empty the filter without starting a filter run."""
+        flt = self.filter_input
+        if flt.value:
+            with flt.prevent(Input.Changed):
+                flt.value = ""
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        app = self.memlens
+        text = event.value
+
+        def fire() -> None:
+            if text == app.filter_text:
+                app.filter_fired = (text, time.perf_counter())
+                app.load_documents(text, keep=app.current_doc_id)
+
+        app.filter_debounce.start(fire)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.doc_tree.focus()
+
+    # -- the document list -------------------------------------------------------
+    def show_documents(self, message: DocumentsLoaded, keep: int | None) -> None:
+        """Put a document list in the tree and count it under the filter."""
+        self.doc_tree.load(message.docs, message.warnings, filter_text=message.filter_text,
+                           keep=keep)
+        info = self.query_one("#filter-info", Static)
+        n = len(message.docs)
+        repos = len({d.repository for d in message.docs})
+        tomb = " incl. deleted" if message.show_tombstoned else ""
+        if message.filter_text.strip():
+            info.update(f"{n} match{'es' if n != 1 else ''} in {repos} repositories{tomb}")
+        else:
+            info.update(f"{n:,} documents in {repos} repositories{tomb}")
+
+    # -- the detail -----------------------------------------------------------------
+    def display_status(self, d: DetailView | None) -> str:
+        """The status shown for a document: the tree's (it knows "processing") first."""
+        if d is None:
+            return "-"
+        s = self.doc_tree.summary(d.doc_id) or d.summary
+        if s is None:
+            return "tombstoned" if d.document["tombstoned"] else d.document["projection"]["status"]
+        return self.doc_tree.status_of(s)
+
+    def render_title(self, d: DetailView | None) -> None:
+        """Path, status, counts and front matter of the shown document."""
+        title = self.query_one("#doc-title", Static)
+        if d is None:
+            title.update("")
+            return
+        doc = d.document
+        status = self.display_status(d)
+        fm = doc.get("front_matter") or {}
+        parts: list[Any] = [
+            (f"{doc['repository']}/", "$text-muted"), (doc["path"], "bold"), "\n",
+            (f"{glyph(status)} {status}", STATUS_STYLES.get(status, "")),
+            f" · {plural(len(d.chunks), 'chunk')} · {human_size(doc['size'])}",
+        ]
+        if fm.get("type"):
+            parts.append(f" · type {fm['type']}")
+        if fm.get("name"):
+            parts.append((f" · {str(fm['name'])[:40]}", "$text-muted"))
+        if d.warnings:
+            parts.append((f"  {WARNING_GLYPH} {len(d.warnings)} warning"
+                          f"{'s' if len(d.warnings) != 1 else ''}", "$text-warning bold"))
+        if doc["tombstoned"]:
+            parts.append((f"\ndeleted {timestamp(doc['tombstoned_at'])} UTC: not searchable; "
+                          "history is in the timeline", "$text-muted"))
+        elif fm.get("description"):
+            parts.append(("\n" + str(fm["description"])[:200], "$text-muted italic"))
+        title.update(Content.assemble(*parts))
+
+    def render_warnings(self, d: DetailView | None) -> None:
+        """The index warnings box (hidden when there are none)."""
+        box = self.query_one("#doc-warnings", Static)
+        if d is None or not d.warnings:
+            box.remove_class("-shown")
+            box.update("")
+            return
+        parts: list[Any] = []
+        for i, w in enumerate(d.warnings):
+            where = f"line {w.line}: " if w.line else ""
+            parts += ["\n" if i else "", (f"{WARNING_GLYPH} {w.kind.replace('_', ' ')}",
+                                          "bold $text-warning"), f"  {where}{w.message}"]
+        box.update(Content.assemble(*parts))
+        box.add_class("-shown")
+
+    def render_projection(self, d: DetailView | None) -> None:
+        """The projection pane."""
+        panel = self.query_one("#projection", ProjectionPanel)
+        if d is None:
+            panel.show(None, [], self.memlens.clock(), "-")
+            return
+        panel.show(d.document, d.history, d.now, self.display_status(d))
+
+    def render_detail(self, d: DetailView) -> None:
+        """Every pane for one document."""
+        self.render_title(d)
+        self.render_warnings(d)
+        select = _chunk_index(d, d.select_ordinal)
+        hit = _chunk_index(d, d.hit_ordinal)
+        note = "deleted: no chunks (history is in the timeline)" if d.document["tombstoned"] \
+            else "empty document: stored, nothing searchable"
+        self.chunk_view.set_chunks(d.chunks, d.max_tokens, select=select, hit=hit,
+                                   empty_note=note, markers=limit_markers(d))
+        self.query_one("#timeline", TimelineView).set_history(
+            d.history, d.document["current_revision_id"], d.document["active_revision_id"])
+        self.render_projection(d)
+
+    def show_empty(self, note: str) -> None:
+        """No document shown: the note instead of a title, empty panes."""
+        self.query_one("#doc-title", Static).update(Content.styled(note, "$text-muted"))
+        self.render_warnings(None)
+        self.chunk_view.clear_chunks(note)
+        self.query_one("#chunk-info", Static).update("")
+        self.query_one("#timeline", TimelineView).set_history([], None, None)
+        self.render_projection(None)
+
+    @on(ChunkView.ChunkSelected)
+    def _chunk_selected(self, message: ChunkView.ChunkSelected) -> None:
+        info = self.query_one("#chunk-info", Static)
+        d = self.memlens.detail
+        if d is None or message.index < 0 or message.index >= len(d.chunks):
+            info.update("")
+            return
+        c = d.chunks[message.index]
+        node = d.nodes.get(c.ordinal)
+        node_txt = f"node {node}" if node is not None else "node – (not projected)"
+        head = " › ".join(c.heading_path) or "(top of file)"
+        info.update(Content.assemble(
+            (f"#{c.ordinal}", "bold"), f"/{len(d.chunks)}  ",
+            (f"{c.tokens}/{d.max_tokens} tok", "$text-error" if c.tokens > d.max_tokens else ""),
+            f" · overlap {c.overlap_chars} chars · ", (head, "italic"), "\n",
+            ("chars ", "$text-muted"), f"{c.start_char}–{c.end_char}",
+            ("  bytes ", "$text-muted"), f"{c.start_byte}–{c.end_byte}",
+            ("  hash ", "$text-muted"), short_hash(c.hash, 16),
+            "  ", (node_txt, "$text-muted" if node is None else "")))
+
+
+def _chunk_index(d: DetailView, ordinal: int | None) -> int | None:
+    if ordinal is None:
+        return None
+    return next((i for i, c in enumerate(d.chunks) if c.ordinal == ordinal), None)
+
+
+def limit_markers(d: DetailView) -> list[tuple[int, str]]:
+    """Where Claude stops reading an over-long index: (offset of that line, label)."""
+    wanted = {w.line: w for w in d.warnings if w.kind in ("too_long", "too_large") and w.line}
+    if not wanted:
+        return []
+    out: list[tuple[int, str]] = []
+    offset = 0
+    for n, line in enumerate(str(d.document.get("content") or "").splitlines(keepends=True), 1):
+        w = wanted.get(n)
+        if w is not None:
+            limit = "200-line" if w.kind == "too_long" else "25 KB"
+            out.append((offset, f"Claude stops loading here: line {n} ({limit} limit)"))
+        offset += len(line)
+    return out

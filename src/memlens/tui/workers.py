@@ -1,0 +1,183 @@
+"""The app's thread workers: every read and write of the core runs here.
+
+:class:`AppWorkers` is the half of :class:`~memlens.tui.app.MemlensApp` that
+talks to the service. Each ``@work(thread=True)`` method runs a function of
+:mod:`memlens.tui.jobs` in a fresh thread and closes that thread's connection
+when it ends; results come back as messages (:mod:`memlens.tui.messages`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.worker import get_current_worker
+
+from memlens.core.service import FilterIndex, MemoryService
+from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, WatchEvent
+
+from . import jobs
+from .messages import DocumentsLoaded, StatsLoaded, WatchStatus
+from .screens.rechunk import RechunkRequest
+
+
+class AppWorkers(App[None]):
+    """Background reads and writes of the app (its state is set by ``MemlensApp``)."""
+
+    service: MemoryService
+    clock: Callable[[], float]
+    show_tombstoned: bool
+    watch_enabled: bool
+    roots: list[MemoryRoot]
+    scan_paths: list[Path] | None
+    _filter_index: FilterIndex | None
+    _filter_gen: int
+    _warnings_cache: dict[int, list[IndexWarning]]
+    _watcher: Any
+    _watch_stop: threading.Event
+
+    @contextmanager
+    def _db(self) -> Iterator[MemoryService]:
+        """The service for one worker; closes the worker thread's connection afterwards."""
+        try:
+            yield self.service
+        finally:
+            self.service.release_thread_connection()
+
+    @staticmethod
+    def _cancelled() -> bool:
+        try:
+            return get_current_worker().is_cancelled
+        except RuntimeError:  # not in a worker (direct call in a test)
+            return False
+
+    # -- workers: reads -----------------------------------------------------
+    @work(thread=True, exclusive=True, group="documents", exit_on_error=False)
+    def load_documents(self, filter_text: str = "", keep: int | None = None) -> None:
+        """Read the document list (or the fuzzy filter's matches) and index warnings."""
+        show_tomb = self.show_tombstoned
+        warnings: dict[int, list[IndexWarning]]
+        scores: dict[int, float] = {}
+        with self._db() as svc:
+            if filter_text.strip():
+                idx = self._filter_index
+                if idx is None or idx.include_tombstoned != show_tomb:
+                    idx = self._build_filter_index(svc, show_tomb)
+                docs, scores = jobs.filtered_documents(svc, idx, filter_text)
+                # Index warnings were read with the full list; reuse them.
+                known = self._warnings_cache
+                warnings = {d.id: known[d.id] for d in docs if d.id in known}
+            else:
+                docs = svc.list_documents(include_tombstoned=show_tomb)
+                if self._cancelled():
+                    return
+                warnings = jobs.index_warnings(svc, docs)
+        if not self._cancelled():
+            self.post_message(DocumentsLoaded(docs, warnings, filter_text=filter_text,
+                                              show_tombstoned=show_tomb, scores=scores))
+
+    def _build_filter_index(self, svc: MemoryService, show_tomb: bool) -> FilterIndex:
+        """Build the fuzzy-filter candidates (in a worker) and keep them if still current."""
+        gen = self._filter_gen
+        idx = svc.build_filter_index(include_tombstoned=show_tomb)
+        if gen == self._filter_gen:
+            self._filter_index = idx
+        return idx
+
+    def _invalidate_filter_index(self) -> None:
+        self._filter_gen += 1
+        self._filter_index = None
+
+    @work(thread=True, exclusive=True, group="filter-index", exit_on_error=False)
+    def prefetch_filter_index(self) -> None:
+        """Build the filter candidates ahead of the first keystroke."""
+        show_tomb = self.show_tombstoned
+        idx = self._filter_index
+        if idx is not None and idx.include_tombstoned == show_tomb:
+            return
+        with self._db() as svc:
+            self._build_filter_index(svc, show_tomb)
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
+    def load_stats(self) -> None:
+        """Counts for the status bar."""
+        with self._db() as svc:
+            stats = jobs.stats_dict(svc)
+        self.post_message(StatsLoaded(stats))
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def load_detail(self, doc_id: int, select_ordinal: int | None = None,
+                    hit: SearchHit | None = None) -> None:
+        """Everything the detail panes show for one document."""
+        with self._db() as svc:
+            jobs.read_detail(svc, doc_id, self.clock(), select_ordinal, hit,
+                             self.post_message, self._cancelled)
+
+    # -- workers: writes ----------------------------------------------------
+    @work(thread=True, exclusive=True, group="startup", exit_on_error=False)
+    def run_startup(self) -> None:
+        """Ingest the roots durably, show the list, then project the queue."""
+        with self._db() as svc:
+            jobs.ingest_durably(svc, self.roots, self.post_message)
+            self._invalidate_filter_index()
+            jobs.project_queue(svc, self.post_message, self._cancelled)
+        if self.watch_enabled and not self._cancelled():
+            self.call_from_thread(self.start_watcher)
+
+    @work(thread=True, exclusive=True, group="retry", exit_on_error=False)
+    def run_retry(self, doc_id: int) -> None:
+        """Retry one document's projection now (ignoring back-off)."""
+        with self._db() as svc:
+            jobs.retry(svc, doc_id, self.post_message)
+
+    @work(thread=True, exclusive=True, group="rechunk", exit_on_error=False)
+    def run_rechunk(self, request: RechunkRequest) -> None:
+        """Write rechunk revisions, then project them, with visible row states."""
+        with self._db() as svc:
+            if request.all_documents:
+                ids = [d.id for d in svc.list_documents()]
+            else:
+                ids = [request.doc_id] if request.doc_id is not None else []
+            changed = jobs.rechunk(svc, ids, request.config, self.post_message, self._cancelled)
+            if changed is None:
+                return
+            self._invalidate_filter_index()
+            ready, bad = jobs.project_ids(svc, changed, "rechunk", self.post_message,
+                                          self._cancelled)
+        self.post_message(jobs.rechunk_summary(len(ids), len(changed), ready, bad))
+
+    # -- watcher ------------------------------------------------------------
+    def start_watcher(self) -> None:
+        """Start the file watcher worker (only when watching is enabled)."""
+        if not self.watch_enabled or self._watcher is not None:
+            return
+        self._watch_stop.clear()
+        self.run_watcher()
+
+    @work(thread=True, exclusive=True, group="watcher", exit_on_error=False)
+    def run_watcher(self) -> None:
+        """Run the service's file watcher until the app exits."""
+
+        def on_event(ev: WatchEvent) -> None:
+            w = self._watcher
+            self.post_message(jobs.watch_status(ev, w.state if w is not None else "starting",
+                                                w.queue_size if w is not None else 0))
+
+        with self._db() as svc:
+            watcher = svc.watcher(self.roots or None, scan_paths=self.scan_paths,
+                                  on_event=on_event)
+            self._watcher = watcher
+            try:
+                watcher.run(self._watch_stop)
+            finally:
+                self._watcher = None
+        self.post_message(WatchStatus("stopped"))
+
+    def _stop_watcher(self) -> None:
+        self._watch_stop.set()
+

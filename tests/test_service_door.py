@@ -1,0 +1,102 @@
+"""The typed door: what MemoryService returns, typed settings, and CLI flags on every command."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memlens.core.service import MemoryService, load_settings
+from memlens.core.types import (
+    ChunkerConfig,
+    DocumentDetail,
+    DocumentSummary,
+    Revision,
+    Stats,
+    WatchEvent,
+)
+from memlens.tui.cli import build_parser
+from tests.conftest import MemoryTree, run_cli
+
+ALPHA = "# Alpha\n\nfirst body text about sqlite.\n\n## Beta\n\nsecond part.\n"
+
+
+def _svc(make_service: Callable[..., object], tree: MemoryTree) -> MemoryService:
+    tree.write("a.md", ALPHA)
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    svc.start_up(svc.resolve_roots([tree.projects]))
+    return svc
+
+
+def test_typed_values_are_frozen(make_service: Callable[..., object], tree: MemoryTree) -> None:
+    svc = _svc(make_service, tree)
+    doc = svc.locate(None, "a.md")
+    assert isinstance(doc, DocumentDetail)
+    assert doc.content == ALPHA and doc.projection.status == "ready"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        doc.path = "x"  # type: ignore[misc]
+    assert svc.find(None, "a.md") == doc.as_dict()  # legacy dict form, same data
+    revs = svc.revisions(doc.id)
+    assert revs and all(isinstance(r, Revision) for r in revs)
+    assert svc.history(doc.id) == [r.as_json() for r in revs]
+    assert svc.revision(revs[0].id) == revs[0]
+    st = svc.statistics()
+    assert isinstance(st, Stats) and st.documents == 1 and svc.stats() == st.as_dict()
+    rows = svc.document_summaries([doc.id])
+    assert [type(r) for r in rows] == [DocumentSummary]
+    assert [d for d, _ in svc.build_filter_index().filter("alpha")] in ([], rows)
+    assert svc.queued_document_ids() == []
+
+
+def test_rechunk_and_project_flow(make_service: Callable[..., object], tree: MemoryTree) -> None:
+    svc = _svc(make_service, tree)
+    cfg = svc.chunker_config_with({"strategy": "whole"})
+    assert isinstance(cfg, ChunkerConfig)
+    out = svc.rechunk_and_project(None, cfg)
+    assert out.as_json()["rechunked"] == 1 and out.as_json()["projection"]["ready"] == 1
+    again = svc.rechunk_and_project(None, cfg).as_json()
+    assert again["rechunked"] == 0 and again["unchanged"] == 1
+
+
+def test_typed_settings_match_dotted_keys(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[chunker]\nmax_tokens = 123\n[watch]\nenabled = false\n"
+                   "[embedder]\nname = \"hashing\"\ndim = 32\n", encoding="utf-8")
+    s = load_settings(cfg, env={"MEMLENS_MAX_REVISIONS": "7"})
+    assert s.chunker.max_tokens == s.get("chunker.max_tokens") == 123
+    assert s.watch.enabled is False and s.retention.max_revisions == 7
+    assert s.embedder.name == "hashing" and dict(s.embedder.options) == {"dim": 32}
+    assert s.projection.retry_base_seconds == 5.0
+
+
+def test_every_command_takes_db_and_config() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    choices = getattr(sub, "choices", {})
+    assert "chunks" in choices and "watch" in choices and "tui" in choices
+    for name, p in choices.items():
+        opts = {o for a in p._actions for o in a.option_strings}
+        assert {"--db", "--config"} <= opts, name
+
+
+def test_chunks_accepts_db_and_config(tmp_path: Path) -> None:
+    f = tmp_path / "n.md"
+    f.write_text(ALPHA, encoding="utf-8")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[chunker]\nstrategy = \"whole\"\n", encoding="utf-8")
+    proc = run_cli("chunks", str(f), "--db", str(tmp_path / "x.db"), "--config", str(cfg),
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["config"]["strategy"] == "whole" and len(data["chunks"]) == 1
+
+
+def test_watch_json_keys_match_readme() -> None:
+    keys = list(WatchEvent(kind="change", time=1.0, change_kind="create").as_json())
+    assert keys == ["time", "event", "repository", "path", "change", "result", "message"]
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert '`{"time", "event", "repository", "path", "change", "result", "message"}`' in readme
