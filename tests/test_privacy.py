@@ -79,3 +79,24 @@ def test_source_hash_is_keyed(make_service: Any, tree: Any) -> None:
 
     assert stored == hmac.new(b"k" * 32, content.encode(), hashlib.sha256).hexdigest()
     assert "hunter2" not in svc.find(None, "login.md")["content"]
+
+
+def test_planted_new_family_secrets_absent_from_raw_files(make_service: Any, tree: Any,
+                                                          tmp_path: Path) -> None:
+    """Issue 16's token families (16 kinds x 4 contexts = 64 plantings) leave no byte behind."""
+    from tests.test_redact_families import CONTEXTS, FAMILIES
+
+    assert len({k for k, _ in FAMILIES}) >= 14
+    for i, (kind, secret) in enumerate(FAMILIES):
+        body = "\n\n".join(f"## {ctx}\n\n{t.format(s=secret)}\n" for ctx, t in CONTEXTS.items())
+        tree.write(f"fam-{i}-{kind}.md", f"# Deploy notes {i}\n\n{body}")
+    db = tmp_path / "memlens.db"
+    svc = make_service(db=db)
+    out = svc.ingest(roots_for_path(tree.projects)).as_json()
+    assert out["failed"] == []
+    raw = _raw_bytes(db)
+    assert [k for k, s in FAMILIES if s.encode() in raw] == []
+    svc.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = _raw_bytes(db)
+    assert [k for k, s in FAMILIES if s.encode() in raw] == []
+    assert b"[REDACTED:" in raw

@@ -452,7 +452,9 @@ def test_labelled_file_holds_no_plaintext_secret() -> None:
     for line in raw.splitlines():
         row = json.loads(line)
         if row["label"] == "secret":
-            assert redact(row["text"]).findings == (), row["id"]
+            # Reversed random strings are still random: the fallback may flag them.
+            kinds = {f.kind for f in redact(row["text"]).findings} - {"random-token"}
+            assert kinds == set(), row["id"]
 
 
 def test_labelled_recall_and_precision(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,832 @@
+"""Detection rules for `memlens.core.redact`: markers, value heuristics and detectors.
+
+Split out of ``redact.py`` to keep it short; the public API stays in
+`memlens.core.redact`. Every detector appends candidate spans
+``(start, end, priority, kind)``; `memlens.core.redact` merges and renders them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import math
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+MARKER_PREFIX = "[REDACTED:"
+#: Matches a marker produced by `redact`.
+MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
+
+
+def marker(kind: str) -> str:
+    """Return the marker text that replaces a secret of ``kind``.
+
+    Args:
+        kind: One of `KINDS`.
+
+    Returns:
+        ``[REDACTED:<kind>]``.
+    """
+    return f"{MARKER_PREFIX}{kind}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One redacted secret.
+
+    Attributes:
+        kind: The marker kind (see the module docstring).
+        start: Offset of the first redacted character in the input text.
+        end: Offset just past the last redacted character in the input text.
+    """
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """Output of `redact`.
+
+    Attributes:
+        text: The input with every secret replaced by its marker.
+        findings: The secrets found, in input order, non-overlapping.
+    """
+
+    text: str
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def redacted(self) -> bool:
+        """Whether anything was replaced."""
+        return bool(self.findings)
+
+
+# --------------------------------------------------------------------------
+# Value heuristics
+# --------------------------------------------------------------------------
+
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "",
+        "str",
+        "string",
+        "bytes",
+        "int",
+        "integer",
+        "bool",
+        "boolean",
+        "number",
+        "any",
+        "object",
+        "secretstr",
+        "secretbytes",
+        "optional",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "required",
+        "empty",
+        "unset",
+        "hidden",
+        "masked",
+        "redacted",
+        "omitted",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "secret",
+        "secrets",
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "token",
+        "apikey",
+        "api_key",
+        "changeme",
+        "placeholder",
+        "example",
+        "default",
+        "dummy",
+        "value",
+        "env",
+        "auto",
+        "generated",
+        "random",
+        "text",
+        "char",
+        "varchar",
+    }
+)
+
+_PLACEHOLDER_RE = re.compile(
+    r"""
+      ^ \$\{ [^}]* \}? $                      # ${VAR}
+    | ^ \$\( .* $                             # $(command)
+    | ^ \$\{\{ .* $                           # ${{ secrets.X }}
+    | ^ \$ [A-Z_][A-Z0-9_]* $                 # $VAR
+    | ^ \$ [a-z_]+ $                          # $token
+    | ^ % [A-Za-z_][A-Za-z0-9_]* % $          # %VAR%
+    | ^ %(?:\([^)]*\))? [sdr] $               # %s, %(password)s
+    | ^ < [^<>]* >? $                         # <your-token>
+    | ^ \{ .* \} $                            # {password}, {{ token }}
+    | ^ \[ .* $                               # [REDACTED], [link](...)
+    | ^ ! [A-Za-z]+ $                         # YAML tags: !vault, !Ref
+    | ^ @ [A-Za-z.]+ \(                       # @Microsoft.KeyVault(...)
+    | ^ [*\u2022x#.?_-]+ $                    # ****, xxx, ---
+    | \*\*\* | \.\.\. | \u2026 | \u2022       # masked or truncated
+    | ^ <? your                               # YOUR_API_KEY, your-token
+    | example | placeholder | redacted | dummy
+    | change[_-]?me
+    | (?: ^ | [_\-.\ ] ) here $               # token-goes-here
+    | ^ (?: insert | replace | put | enter ) [_\-\ ]
+    | replace[_-]?me
+    | xxxx
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_CODE_REF_RE = re.compile(
+    r"""
+      # config.password, settings.DB_PASSWORD (one case per segment, so that a
+      # password such as "my.Secret9" is not mistaken for code)
+      ^ (?: [a-z_][a-z0-9_]* | [A-Z_][A-Z0-9_]* ) (?: \. (?: [a-z_][a-z0-9_]* | [A-Z_][A-Z0-9_]* ) )+ $
+    | ^ [A-Za-z_][A-Za-z0-9_.]* [(\[]                                  # call(...), x[...]
+    | environ | getenv | process\.env | secrets\. | vault:
+    """,
+    re.VERBOSE,
+)
+
+_PATH_RE = re.compile(
+    r"""
+      ^ (?: ~ | \.{1,2} )? / (?: home | users | etc | var | run | tmp | opt | usr | mnt
+                              | srv | root | dev | private | workspace | secrets ) (?: / | $ )
+    | ^ (?: ~ | \.{1,2} ) /
+    | ^ (?: ~ | \.{1,2} )? / (?: [\w.\-]+ / )* [\w\-]+ \. [A-Za-z0-9]{1,6} $
+    | ^ [A-Za-z] : [\\/]
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_PROSE_WORD_RE = re.compile(r"[A-Za-z][a-z]*(?:['\-][a-z]+)*")
+_SHORT_HEX_ID_RE = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    if v.lower() in _PLACEHOLDER_WORDS:
+        return True
+    return _PLACEHOLDER_RE.search(v) is not None
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(value: str) -> bool:
+    """Whether ``value`` looks like a generated credential rather than a word."""
+    n = len(value)
+    if n < 12 or any(c.isspace() for c in value):
+        return False
+    lower = any(c.islower() for c in value)
+    upper = any(c.isupper() for c in value)
+    digit = any(c.isdigit() for c in value)
+    other = any(not c.isalnum() for c in value)
+    if digit and (lower or upper):
+        return _entropy(value) >= 2.5
+    if lower and upper and n >= 16:
+        return _entropy(value) >= 3.0
+    classes = lower + upper + digit + other
+    return n >= 32 and classes >= 2 and _entropy(value) >= 3.5
+
+
+def _token_body_ok(secret: str) -> bool:
+    """Reject documented fakes such as ``ghp_xxxx...`` or ``AKIA...EXAMPLE``."""
+    low = secret.lower()
+    if "example" in low or "xxxx" in low or "0000000" in low:
+        return False
+    return len(set(secret)) >= 6
+
+
+# --------------------------------------------------------------------------
+# Detectors. Each appends candidate spans (start, end, priority, kind).
+# Lower priority numbers win when spans overlap (more specific kinds).
+# --------------------------------------------------------------------------
+
+_Candidate = tuple[int, int, int, str]
+
+_WORD_ = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenRule:
+    kind: str
+    regex: re.Pattern[str]
+    check: Callable[[str], bool] | None = _token_body_ok
+    group: str | None = None
+
+
+_ALNUM_ = "A-Za-z0-9_"
+_ALNUM_DASH = "A-Za-z0-9_\\-"
+
+
+def _rule(
+    kind: str,
+    head: str,
+    tail: str,
+    *,
+    not_after: str | None = _ALNUM_,
+    check: Callable[[str], bool] | None = _token_body_ok,
+    group: str | None = None,
+) -> _TokenRule:
+    """Build a token rule from a fixed-width ``head`` and the rest of the pattern.
+
+    The left-boundary test is a look-behind placed *after* ``head`` so that the
+    regex keeps its literal-prefix fast path, and so that a start position in
+    the middle of a long run is rejected at once (the scan stays linear).
+    """
+    guard = f"(?<![{not_after}]{head})" if not_after else ""
+    return _TokenRule(kind, re.compile(head + guard + tail), check, group)
+
+
+def _openai_ok(secret: str) -> bool:
+    body = secret[3:]
+    for prefix in ("proj-", "svcacct-", "admin-"):
+        if body.startswith(prefix):
+            body = body[len(prefix) :]
+    return _token_body_ok(body) and _looks_random(body)
+
+
+def _jwt_ok(secret: str) -> bool:
+    header = secret.split(".", 1)[0]
+    try:
+        raw = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.startswith(b"{") and b'"' in raw
+
+
+def _has_digit(secret: str) -> bool:
+    return any(c.isdigit() for c in secret) and _token_body_ok(secret)
+
+
+# Order is priority: when spans overlap, the earlier rule names the finding.
+_TOKEN_RULES: tuple[_TokenRule, ...] = (
+    _rule("aws-access-key", "A(?:KIA|SIA|BIA|CCA)", r"[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    _rule("github-token", "gh[pousr]_", r"[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])"),
+    _rule("github-token", "github_pat_", r"[A-Za-z0-9_]{22,255}+(?![A-Za-z0-9_])"),
+    _rule(
+        "gitlab-token",
+        "gl",
+        r"(?:pat|dt|rt|ptt|cbt|soat|ffct|imt|oas|ft|agent)-[A-Za-z0-9_\-]{20,}+"
+        r"(?:\.[A-Za-z0-9_\-]+)*+",
+        not_after=_ALNUM_DASH,
+    ),
+    _rule("gitlab-token", "GR1348941", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH),
+    _rule(
+        "slack-token",
+        "xox[abposre]",
+        r"(?:\.xox[a-z])?-[A-Za-z0-9\-]{20,}+",
+        not_after=_ALNUM_DASH,
+        check=_has_digit,
+    ),
+    _rule("slack-token", "xapp-", r"\d-[A-Za-z0-9\-]{10,}+", not_after=_ALNUM_DASH),
+    _rule(
+        "slack-webhook",
+        r"hooks\.slack\.com/",
+        r"(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/\-]{20,}+)",
+        not_after=None,
+        group="s",
+    ),
+    _rule(
+        "discord-webhook",
+        "discord",
+        r"(?:app)?\.com/api/webhooks/(?P<s>\d{5,30}/[A-Za-z0-9_\-]{20,}+)",
+        not_after=None,
+        group="s",
+    ),
+    _rule("anthropic-key", "sk-ant-", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH),
+    _rule("openai-key", "sk-", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH, check=_openai_ok),
+    _rule("stripe-key", "sk_", r"(?:live|test)_[A-Za-z0-9]{10,}+"),
+    _rule("stripe-key", "rk_", r"(?:live|test)_[A-Za-z0-9]{10,}+"),
+    _rule("stripe-key", "whsec_", r"[A-Za-z0-9+/=]{20,}+"),
+    _rule("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", not_after=_ALNUM_DASH),
+    _rule("google-oauth", "GOCSPX-", r"[0-9A-Za-z_\-]{20,}+", not_after=_ALNUM_DASH),
+    _rule("google-oauth", r"ya29\.", r"[0-9A-Za-z_\-]{20,}+", not_after=_ALNUM_DASH),
+    _rule("twilio-api-key", "SK", r"[0-9a-fA-F]{32}(?![0-9A-Za-z])"),
+    _rule(
+        "sendgrid-key",
+        r"SG\.",
+        r"[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+(?![A-Za-z0-9_\-])",
+    ),
+    _rule("npm-token", "npm_", r"[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
+    _rule("pypi-token", "pypi-", r"[A-Za-z0-9_\-]{50,}+", not_after=_ALNUM_DASH),
+    _rule("huggingface-token", "hf_", r"[A-Za-z0-9]{30,40}+(?![A-Za-z0-9_])"),
+    _rule("databricks-token", "dapi", r"[0-9a-f]{32}(?:-\d+)?(?![0-9A-Za-z])"),
+    _rule("digitalocean-token", "do[opr]_v1_", r"[0-9a-f]{64}(?![0-9A-Za-z])"),
+    _rule("shopify-token", "shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}(?![0-9A-Za-z])"),
+    _rule("age-secret-key", "AGE-SECRET-KEY-1", r"[0-9A-Z]{58}(?![0-9A-Za-z])"),
+    _rule("mailgun-key", "key-", r"[0-9a-f]{32}(?![0-9A-Za-z])", not_after=_ALNUM_DASH),
+    _rule("linear-key", "lin_api_", r"[A-Za-z0-9]{40}(?![A-Za-z0-9])"),
+    _rule("atlassian-token", "ATATT3", r"[A-Za-z0-9_\-=]{100,}+", not_after=_ALNUM_DASH),
+    _rule("onepassword-token", "ops_", r"eyJ[A-Za-z0-9+/=_\-]{100,}+"),
+    _rule("grafana-token", "glsa_", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])"),
+    _rule("grafana-token", "glc_", r"[A-Za-z0-9+/]{32,400}+={0,2}"),
+    _rule("notion-token", "ntn_", r"[0-9]{11}[A-Za-z0-9]{35}(?![A-Za-z0-9_])"),
+    _rule("vault-token", r"hv[sb]\.", r"[A-Za-z0-9_\-]{24,}+", not_after=_ALNUM_DASH),
+    _rule("docker-token", "dckr_pat_", r"[A-Za-z0-9_\-]{27,}+", not_after=_ALNUM_DASH),
+    _rule("huggingface-token", "api_org_", r"[A-Za-z0-9]{34}(?![A-Za-z0-9_])"),
+    _rule("groq-key", "gsk_", r"[A-Za-z0-9]{52}(?![A-Za-z0-9_])"),
+    _rule("xai-key", "xai-", r"[A-Za-z0-9]{80}(?![A-Za-z0-9_])", not_after=_ALNUM_DASH),
+    _rule("supabase-token", "sbp_", r"[a-f0-9]{40}(?![A-Za-z0-9_])"),
+    _rule("pulumi-token", "pul-", r"[a-f0-9]{40}(?![A-Za-z0-9_])", not_after=_ALNUM_DASH),
+    _rule("doppler-token", r"dp\.pt\.", r"[A-Za-z0-9]{43}(?![A-Za-z0-9_])"),
+    _rule("heroku-key", "HRKU-", r"[A-Za-z0-9_\-]{58,}+", not_after=_ALNUM_DASH),
+    _rule("postman-key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}(?![A-Za-z0-9])", not_after=_ALNUM_DASH),
+    _rule("sentry-token", "sntry[su]_", r"[A-Za-z0-9_=+/\-]{40,}+", not_after=_ALNUM_DASH),
+    _rule(
+        "jwt",
+        "eyJ",
+        r"[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+",
+        not_after=_ALNUM_DASH,
+        check=_jwt_ok,
+    ),
+)
+
+_PRIO_TOKEN = 10
+_PRIO_PEM = 0
+_PRIO_SPECIFIC_ASSIGN = 50
+_PRIO_URL = 60
+_PRIO_HEADER = 70
+_PRIO_GENERIC = 90
+
+
+def _group_rules() -> tuple[tuple[re.Pattern[str], tuple[tuple[int, _TokenRule], ...]], ...]:
+    """One scanning regex per first character, with the rules it stands for.
+
+    Fewer passes over the text than one regex per rule; the rules are then
+    tried one by one only where their group matched.
+    """
+    groups: dict[str, list[tuple[int, _TokenRule]]] = {}
+    for prio, rule in enumerate(_TOKEN_RULES, start=_PRIO_TOKEN):
+        first = rule.regex.pattern[0]
+        assert first.isalnum(), rule.regex.pattern  # heads start with a literal
+        groups.setdefault(first, []).append((prio, rule))
+    return tuple(
+        (re.compile("|".join(r.regex.pattern.replace("(?P<s>", "(?:") for _, r in rules)), tuple(rules))
+        for rules in groups.values()
+    )
+
+
+_TOKEN_GROUPS = _group_rules()
+
+
+def _scan_tokens(text: str, fast: str, out: list[_Candidate]) -> None:
+    for scan, rules in _TOKEN_GROUPS:
+        for hit in scan.finditer(fast):
+            pos = hit.start()
+            for prio, rule in rules:
+                m = rule.regex.match(fast, pos) if len(rules) > 1 else hit
+                if m is None:
+                    continue
+                s, e = m.span(rule.group) if rule.group else m.span()
+                if rule.check is None or rule.check(text[s:e]):
+                    out.append((s, e, prio, rule.kind))
+
+
+# PEM private keys -----------------------------------------------------------
+
+_PEM_BEGIN = re.compile(r"----(?:-)? ?BEGIN (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_PEM_END = re.compile(r"----(?:-)? ?END (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
+# Lines of an unterminated block's body: a line break (real or JSON-escaped),
+# indentation or ">" quote marks, then a base64 line, an RFC 1421 header line, or
+# nothing (a blank line).
+_PEM_LINE = re.compile(
+    r"""
+    (?: \r?\n | \\r\\n | \\n ) [ \t>]*+
+    (?: (?P<b64> [A-Za-z0-9+/=]++ )
+      | (?P<hdr> (?: Proc-Type | DEK-Info | Comment | Version | Hash | Charset ) : [^\r\n\\]*+ )
+      | )
+    [ \t]*+
+    (?= \r?\n | \\[rn] | ["'`,] | $ )
+    """,
+    re.VERBOSE,
+)
+# A key pasted on one line: base64 runs separated by spaces after the header.
+_PEM_SAME_LINE = re.compile(r"(?:[ \t]++[A-Za-z0-9+/=]{16,}+)++(?=[ \t]*+(?:\r?\n|\\[rn]|[\"'`,]|$))")
+_PEM_MAX_BLOCK = 65536
+
+
+def _pem_body_end(text: str, pos: int, limit: int) -> int:
+    """End of the base64 body of an unterminated PEM block starting at ``pos``.
+
+    The body stops at the first line that is not base64 (prose has spaces), at a
+    blank line (allowed once after RFC 1421 headers), or after a short final line.
+    """
+    same = _PEM_SAME_LINE.match(text, pos, limit)
+    end = scan = same.end() if same else pos
+    blank_ok = False
+    while True:
+        m = _PEM_LINE.match(text, scan, limit)
+        if m is None:
+            break
+        b64 = m.group("b64")
+        if m.group("hdr") is not None:
+            end = scan = m.end()
+            blank_ok = True
+            continue
+        if b64 is None:
+            if not blank_ok:
+                break
+            blank_ok = False
+            scan = m.end()
+            continue
+        if len(b64) < 32 and not (
+            len(b64) % 4 == 0 or "=" in b64 or any(c.isdigit() or c in "+/" for c in b64)
+        ):
+            break  # a short word such as "Thanks" is prose, not the last base64 line
+        end = scan = m.end()
+        blank_ok = False
+        if len(b64) < 32 or b64.endswith("="):
+            break  # the short (or padded) last line of the body
+    return end
+
+
+def _scan_pem(text: str, out: list[_Candidate]) -> None:
+    headers = list(_PEM_BEGIN.finditer(text))
+    end_match: re.Match[str] | None = None
+    end_searched_from = -1
+    no_more_ends = False
+    for i, head in enumerate(headers):
+        hstart, hend = head.span()
+        limit = min(
+            headers[i + 1].start() if i + 1 < len(headers) else len(text),
+            hend + _PEM_MAX_BLOCK,
+        )
+        # One forward search serves every header up to the footer it found,
+        # so a file full of headers stays linear.
+        if not no_more_ends and (end_match is None or end_match.start() < hend):
+            if end_searched_from < hend:
+                end_match = _PEM_END.search(text, hend)
+                end_searched_from = hend
+                no_more_ends = end_match is None
+        if end_match is not None and end_match.start() >= hend and end_match.end() <= limit:
+            if _B64_RUN.search(text, hend, end_match.start()):
+                out.append((hstart, end_match.end(), _PRIO_PEM, "private-key"))
+            continue
+        body_end = _pem_body_end(text, hend, limit)
+        if body_end > hend and _B64_RUN.search(text, hend, body_end):
+            out.append((hstart, body_end, _PRIO_PEM, "private-key"))
+
+
+# Passwords in URLs ------------------------------------------------------------
+
+_URL_CRED = re.compile(
+    r"://(?P<user>[^\s:/?#\"'<>\[\]]{0,256}+):(?P<pw>[^\s/?#\"'<>]{1,256})@"
+    r"(?=[A-Za-z0-9\[._%\-])"
+)
+
+
+_URL_USER_TOKEN = re.compile(r"://(?P<tok>[A-Za-z0-9_\-.~]{20,256}+)@(?=[A-Za-z0-9\[])")
+
+
+def _scan_url_passwords(text: str, fast: str, out: list[_Candidate]) -> None:
+    for m in _URL_CRED.finditer(fast):
+        s, e = m.span("pw")
+        pw = text[s:e]
+        if _is_placeholder(pw) or pw.startswith(("$", "%")):
+            continue
+        out.append((s, e, _PRIO_URL, "url-password"))
+    for m in _URL_USER_TOKEN.finditer(fast):  # https://TOKEN@host: a token as the user part
+        s, e = m.span("tok")
+        if _looks_random(text[s:e]) and not _is_placeholder(text[s:e]):
+            out.append((s, e, _PRIO_URL, "url-password"))
+
+
+# Detectors that run on the lowercased text --------------------------------------
+# Case-insensitive scanning with re.IGNORECASE is several times slower than a
+# case-sensitive scan of a lowercased copy. The copy has the same length, so
+# spans map 1:1 and values are read back from the original text.
+
+_AWS_SECRET = re.compile(
+    r"secret[_\-.]?(?:access[_\-.]?)?key[\"'`]?\]?[ \t]{0,16}+(?::=|=>|=|:)[ \t]{0,16}+[\"'`]?"
+    r"(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])"
+)
+_BEARER = re.compile(r"bearer[ \t]++(?P<v>[a-z0-9._~+/=\-]{8,}+)")
+_BASIC = re.compile(r"basic[ \t]++(?P<v>[a-z0-9+/]{8,}+={0,2})(?![a-z0-9+/=])")
+_AUTH_HEADER = re.compile(
+    r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:token|key|apikey|api-key|sso-key|ssws)[ \t]++"
+    r"(?P<v>[^\s\"',;]{8,}+)"
+)
+_CLI_FLAG = re.compile(
+    r"--(?P<key>password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token"
+    r"|access-token)[ \t]++(?:\"(?P<dq>[^\"\r\n]{1,1024}+)\"|'(?P<sq>[^'\r\n]{1,1024}+)'"
+    r"|(?P<uq>[^\s\"'`-][^\s\"'`]{0,1023}+))"
+)
+_NETRC = re.compile(
+    r"login[ \t]++[^\s]{1,256}+[ \t]++password[ \t]++(?P<v>[^\s]{1,256}+)"
+)
+_CURL_USER = re.compile(
+    r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?[^\s:\"']{1,256}+:(?P<v>[^\s\"']{1,256}+)"
+)
+# Generic assignments. The pattern is anchored on a few keyword cores (password,
+# secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
+# keeps the scan fast; a bare "key" counts only right after one of these
+# prefixes (optionally joined by "_", "-", "." or a space): api_key, apiKey,
+# x-api-key, secret_key, AccountKey, ... (fixed-width look-behinds).
+_KEY_PREFIXES = (
+    "api",
+    "access",
+    "private",
+    "secret",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "client",
+    "app",
+    "auth",
+    "license",
+    "service",
+    "sharedaccess",
+)
+_AZURE_KEY_PREFIXES = ("account", "sharedaccess")
+_KEY_AFTER_PREFIX = "|".join(
+    f"(?<={p}key)|(?<={p}[_.\\-\\ ]key)" for p in _KEY_PREFIXES
+)
+_ASSIGN = re.compile(
+    r"""
+    (?P<key>
+        password | passwd | passphrase
+      | pass (?<= [_.\-] pass )   # DB_PASS, smtp-pass; not a bare "PASS:" in test logs
+      | pwd (?<! [a-z0-9] pwd )
+      | secret_key_base | secret | token
+      | key (?: KEY_AFTER_PREFIX )
+      | sig (?: nature )?         # only as a URL query parameter
+    )
+    (?: ["'`] \]? | \] | \*{1,2} | __ )?
+    (?:
+        (?: [\ \t]* \( [^()\r\n]{0,40} \) )?
+        [\ \t]{0,16}+
+        (?P<op> := | => | == | = | :(?!:) )
+        [\ \t]{0,16}+
+        (?: \*\* | __ )?
+        [\ \t]{0,16}+
+        (?:
+            " (?P<dq> (?: [^"\\\r\n] | \\. ){1,4096}+ ) "
+          | ' (?P<sq> (?: [^'\\\r\n] | \\. ){1,4096}+ ) '
+          | ` (?P<bq> [^`\r\n]{1,4096}+ ) `
+          | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096}+ )
+        )
+      # prose: 'the password is `hunter2`', 'API key "..."' (quoted values only)
+      | (?: [\ \t]++ (?: is | was ) )? [\ \t]++
+        (?: ` (?P<pbq> [^`\r\n]{1,256}+ ) ` | " (?P<pdq> [^"\r\n]{1,256}+ ) " )
+    )
+    """.replace("KEY_AFTER_PREFIX", _KEY_AFTER_PREFIX),
+    re.VERBOSE,
+)
+_PASSWORD_KEYS = ("pass", "pwd")
+# Prose form with an unquoted value: 'the password is hunter2!'.
+_PROSE_IS = re.compile(r"(?:password|passwd|passphrase)[ \t]++is[ \t]++(?P<uq>[^\s\"'`]{6,256}+)")
+# Passwords given to well-known commands with a short "-p" flag: the regex finds
+# " -p", then the text before it on the line must name one of these commands.
+_DASH_P = re.compile(r"-p(?<=[ \t]-p)(?P<sp>[ \t]*+)[\"']?(?P<v>[^\s\"'`-][^\s\"'`]{0,255}+)")
+_GLUED_P_COMMANDS = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|sshpass)\b")
+_SPACED_P_COMMANDS = re.compile(
+    r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]++(?:registry[ \t]++)?login|sshpass)\b"
+)
+_COOKIE = re.compile(r"cookie[ \t]*+:[ \t]*+(?P<v>[^\r\n]{1,4096}+)")
+_COOKIE_PAIR = re.compile(r"[ \t]*+[^=;\s\"']{1,256}+=(?P<v>[^;\s\"']{1,4096}+)")
+
+
+def _key_prefix(low: str, pos: int) -> str | None:
+    """The secret-ish prefix right before a bare ``key`` at ``pos``, if any."""
+    head = low[max(0, pos - 14) : pos]
+    if head[-1:] in ("_", "-", ".", " "):
+        head = head[:-1]
+    for prefix in _KEY_PREFIXES:
+        if head.endswith(prefix):
+            return prefix
+    return None
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _strip_unquoted(text: str, s: int, e: int) -> int:
+    """Drop sentence punctuation and unbalanced closing brackets from a value end."""
+    while e > s:
+        c = text[e - 1]
+        if c in _CLOSERS and _CLOSERS[c] not in text[s : e - 1]:
+            e -= 1
+        elif c in ".:" and (e == len(text) or text[e].isspace()):
+            e -= 1
+        elif c in ",;" and e - 1 > s:
+            e -= 1
+        else:
+            break
+    return e
+
+
+def _rest_of_line_is_empty(text: str, pos: int) -> bool:
+    """Whether only spaces or a comment follow ``pos`` on its line."""
+    n = len(text)
+    while pos < n and text[pos] in " \t":
+        pos += 1
+    return pos >= n or text[pos] in "\r\n#" or text.startswith(("\\n", "//"), pos)
+
+
+def _assignment_value_ok(
+    text: str, s: int, e: int, *, password: bool, quoted: bool
+) -> bool:
+    value = text[s:e]
+    if _is_placeholder(value) or _CODE_REF_RE.search(value):
+        return False
+    if _PATH_RE.search(value):
+        return False
+    if value.isdigit():
+        return password and len(value) >= 4
+    if value.startswith("-") and not quoted:
+        return False  # a command-line flag, e.g. "--password-stdin"
+    if _SHORT_HEX_ID_RE.fullmatch(value):
+        return False  # "signing key: 0x1234ABCD" is a key id, not a key
+    if not quoted and _PROSE_WORD_RE.fullmatch(value) and not _rest_of_line_is_empty(text, e):
+        # "password: stored in the vault" -- a word followed by more prose.
+        return False
+    if password:
+        return len(value) >= 3
+    return _looks_random(value)
+
+
+def _value_span(m: re.Match[str]) -> tuple[int, int, bool]:
+    for name in ("dq", "sq", "bq", "pdq", "pbq"):
+        if name in m.re.groupindex and m.start(name) >= 0:
+            s, e = m.span(name)
+            return s, e, True
+    s, e = m.span("uq")
+    return s, e, False
+
+
+def _scan_folded(
+    text: str, low: str, markers: Sequence[tuple[int, int]], out: list[_Candidate]
+) -> None:
+    prio = _PRIO_SPECIFIC_ASSIGN
+    for m in _AWS_SECRET.finditer(low):
+        s, e = m.span("v")
+        if _token_body_ok(text[s:e]) and _looks_random(text[s:e]):
+            out.append((s, e, prio, "aws-secret-key"))
+
+    prio = _PRIO_HEADER
+    for m in _BEARER.finditer(low):
+        if m.start() and low[m.start() - 1] in _WORD_:
+            continue
+        s, e = m.span("v")
+        token = text[s:e]
+        if not _is_placeholder(token) and (_looks_random(token) or len(token) >= 32):
+            out.append((s, e, prio, "bearer-token"))
+    for m in _BASIC.finditer(low):
+        if m.start() and low[m.start() - 1] in _WORD_:
+            continue
+        s, e = m.span("v")
+        if _decodes_to_credentials(text[s:e]):
+            out.append((s, e, prio + 1, "basic-auth"))
+    for m in _AUTH_HEADER.finditer(low):
+        s, e = m.span("v")
+        if not _is_placeholder(text[s:e]) and _looks_random(text[s:e]):
+            out.append((s, e, prio + 2, "auth-header"))
+    for m in _NETRC.finditer(low):
+        s, e = m.span("v")
+        if not _is_placeholder(text[s:e]):
+            out.append((s, e, prio + 3, "password"))
+    for m in _CURL_USER.finditer(low):
+        s, e = m.span("v")
+        pw = text[s:e]
+        if not pw.isdigit() and not _is_placeholder(pw) and not pw.startswith("$"):
+            out.append((s, e, prio + 3, "password"))
+
+    for m in _DASH_P.finditer(low):
+        head = low[low.rfind("\n", 0, m.start()) + 1 : m.start()]
+        commands = _SPACED_P_COMMANDS if m.group("sp") else _GLUED_P_COMMANDS
+        if not commands.search(head):
+            continue
+        s, e = m.span("v")
+        e = _strip_unquoted(text, s, e)
+        if e > s and text[e - 1 : e] in ("'", '"'):
+            e -= 1
+        if e > s and not _is_placeholder(text[s:e]) and not text[s:e].startswith("$"):
+            out.append((s, e, prio + 3, "password"))
+    for m in _COOKIE.finditer(low):
+        if m.start() and low[m.start() - 1] in _WORD_:
+            continue
+        for pair in _COOKIE_PAIR.finditer(low, m.start("v"), m.end("v")):
+            s, e = pair.span("v")
+            if _looks_random(text[s:e]) and not _is_placeholder(text[s:e]):
+                out.append((s, e, prio + 4, "cookie"))
+
+    prio = _PRIO_GENERIC
+    for m in _PROSE_IS.finditer(low):
+        s, e = m.span("uq")
+        e = _strip_unquoted(text, s, e)
+        value = text[s:e]
+        if not value.isalpha() and _assignment_value_ok(text, s, e, password=True, quoted=False):
+            out.append((s, e, prio + 2, "password"))
+    for m in _CLI_FLAG.finditer(low):
+        s, e, quoted = _value_span(m)
+        if not quoted:
+            e = _strip_unquoted(text, s, e)
+        is_pw = m.group("key").startswith(_PASSWORD_KEYS)
+        if e > s and _assignment_value_ok(text, s, e, password=is_pw, quoted=quoted):
+            out.append((s, e, prio, "password" if is_pw else "secret"))
+    for m in _ASSIGN.finditer(low):
+        if _inside(markers, m.start("key")):
+            continue
+        s, e, quoted = _value_span(m)
+        if not quoted:
+            e = _strip_unquoted(text, s, e)
+        key = m.group("key")
+        kind = "secret"
+        prose = m.group("op") is None
+        if prose and (key.startswith("sig") or text[s : s + 1] == "-"):
+            continue  # signatures only as URL parameters; "-x" is a flag
+        if key.startswith("sig"):
+            ks = m.start("key")
+            before = low[max(0, ks - 6) : ks]
+            if not (before[-1:] in ("?", "&", ";") or before.endswith(("x-amz-", "x-goog-"))):
+                continue
+            if m.group("op") != "=":
+                continue
+            kind = "url-signature"
+        elif key == "token" and low.endswith("x-amz-security-", 0, m.start("key")):
+            kind = "url-signature"
+        elif key == "key":
+            if m.group("op") == "=" and _key_prefix(low, m.start("key")) in _AZURE_KEY_PREFIXES:
+                kind = "azure-key"
+        elif key.startswith(_PASSWORD_KEYS):
+            kind = "password"
+            if key == "pwd" and text[s : s + 1] in ("/", "~"):
+                continue  # the shell's $PWD
+        if e > s and _assignment_value_ok(text, s, e, password=kind == "password", quoted=quoted):
+            specific = kind in ("azure-key", "url-signature")
+            out.append((s, e, _PRIO_SPECIFIC_ASSIGN + 1 if specific else prio + 1, kind))
+
+
+def _decodes_to_credentials(blob: str) -> bool:
+    try:
+        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, sep, pw = decoded.partition(":")
+    return bool(sep and user and pw) and decoded.isprintable()
+
+
+def _inside(spans: Sequence[tuple[int, int]], pos: int) -> bool:
+    i = bisect.bisect_right(spans, (pos, sys.maxsize)) - 1
+    return i >= 0 and spans[i][0] <= pos < spans[i][1]
+
+
+# Fallback: long random tokens of an unknown family ----------------------------
+
+_PRIO_RANDOM = 95
+_RANDOM_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9][A-Za-z0-9_\-~]{31,511}+(?![A-Za-z0-9_\-+/=.@~])"
+)
+
+
+def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
+    """Standalone 32+ character tokens mixing upper case, lower case and digits.
+
+    Hex-only runs (git SHAs, digests) and identifiers made of words
+    (``snake_case_names``, ``kebab-case-slugs``) are kept: every ``_``/``-``
+    separated part must itself look random, and the whole needs entropy >= 4.
+    """
+    for m in _RANDOM_TOKEN.finditer(fast):
+        tok = text[m.start() : m.end()]
+        if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):
+            continue
+        if sum(c.isdigit() for c in tok) < 2 or _entropy(tok) < 4.0:
+            continue
+        parts = [p for p in re.split(r"[_\-~]", tok) if p]
+        if max(len(p) for p in parts) < 16:
+            continue
+        s, e = m.span()
+        if e - s >= 60 and (s == 0 or fast[s - 1] == "\n") and (e == len(fast) or fast[e] == "\n"):
+            continue  # a whole 64/76-column line: base64 body (certificate, key, blob)
+        out.append((s, e, _PRIO_RANDOM, "random-token"))
