@@ -43,12 +43,15 @@ RRF_K = 60.0
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.5
 FUSION = "convex"
+FUSIONS = ("convex", "minmax", "zscore", "rrf")
 CANDIDATES = 50
+SEMANTIC_MIN_Z = 1.0  # semantic-only hits need cosine >= mean + z*std of the query's candidates
 
 STOP_WORDS = frozenset(
     """a an and are as at be by do does did for from has have how i if in into is it its
     me my of on or our so that the their them then there these this to was we were what
-    when where which who why will with you your""".split()
+    when where which who why will with you your they he she his her him us can could would
+    should about any some all""".split()
 )
 
 _TERM_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>!?]+")
@@ -79,6 +82,8 @@ class SearchHit:
     node_id: int = 0
     chunk_id: int | None = None
     doc_type: str | None = None
+    lexical_match: bool = False
+    match: str = "lexical"  # "lexical" (shares a query term) or "semantic" (closest by meaning)
 
     def as_json(self) -> dict[str, Any]:
         """The hit as a JSON-ready dict (no private paths)."""
@@ -114,7 +119,11 @@ def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
     Args:
         text: What the user typed.
         prefix: Let the last term match as a prefix (as-you-type search); only
-            applied when the text does not end in whitespace.
+            applied when the text does not end in whitespace or ``?`` (a finished
+            question).
+
+    One-letter fragments (the ``s`` of ``user's``) and stop words are dropped
+    unless nothing else is left.
     """
     terms: list[list[str]] = []
     for raw in _TERM_RE.findall(text):
@@ -123,10 +132,11 @@ def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
             terms.append(parts)
     if not terms:
         return None
-    content = [t for t in terms if len(t) > 1 or t[0] not in STOP_WORDS]
+    content = [t for t in terms if len(t) > 1 or (t[0] not in STOP_WORDS and len(t[0]) > 1)]
     if not content:
         content = terms
-    ends_open = prefix and bool(text) and not text[-1].isspace()
+    ends_open = (prefix and bool(text) and not text[-1].isspace()
+                 and not text.rstrip().endswith("?"))
     last_is_last = terms[-1] is content[-1]
     out: list[str] = []
     seen: set[str] = set()
@@ -235,6 +245,7 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
         res.hits.append(_hit(m, -float(r["score"]), _lead_snippet(m["text"]), []))
     for i, h in enumerate(res.hits, 1):
         h.ranks = {"lexical": i, "vector": None}
+        h.lexical_match, h.match = True, "lexical"
     if snippets:
         attach_snippets(conn, fts, res.hits)
     return res
@@ -307,6 +318,7 @@ def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10
         res.hits.append(_hit(r, 1.0 - dist[nid], _lead_snippet(r["text"]), []))
     for i, h in enumerate(res.hits, 1):
         h.ranks = {"lexical": None, "vector": i}
+        h.lexical_match, h.match = False, "semantic"
     return res
 
 
@@ -324,45 +336,106 @@ def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
     return out
 
 
+def _normalise(values: dict[int, float], how: str) -> dict[int, float]:
+    """Per-query normalisation of one signal over its candidates (min-max or z-score)."""
+    if not values:
+        return {}
+    arr = np.asarray(list(values.values()), dtype=np.float64)
+    if how == "zscore":
+        sd = float(arr.std())
+        mu = float(arr.mean())
+        return {nid: ((v - mu) / sd if sd > 1e-12 else 0.0) for nid, v in values.items()}
+    lo, hi = float(arr.min()), float(arr.max())
+    span = hi - lo
+    return {nid: ((v - lo) / span if span > 1e-12 else 1.0) for nid, v in values.items()}
+
+
 def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: int = 10,
            repository: str | None = None, doc_type: str | None = None,
            per_document: int = 2, lexical_weight: float = LEXICAL_WEIGHT,
            vector_weight: float = VECTOR_WEIGHT, fusion: str = FUSION,
-           rrf_k: float = RRF_K) -> SearchResult:
+           rrf_k: float = RRF_K, candidates: int = CANDIDATES,
+           semantic_min_z: float | None = SEMANTIC_MIN_Z) -> SearchResult:
     """Fuse lexical and vector results, diversified per document.
 
-    ``fusion="rrf"``: ``sum(w / (rrf_k + rank))``. ``fusion="convex"``:
-    ``lexical_weight * bm25/max(bm25) + vector_weight * cosine`` over the union of
-    candidates (a missing signal counts 0).
+    Fusion methods (``fusion``):
+
+    - ``"convex"``: ``lexical_weight * bm25/max(bm25) + vector_weight * cosine``
+      (the historical default; the best lexical hit always gets the full weight).
+    - ``"minmax"`` / ``"zscore"``: each signal normalised per query over its own
+      candidates (min-max to [0, 1] or z-score); a candidate missing from one side
+      gets that side's lowest normalised value; then weighted sum.
+    - ``"rrf"``: ``sum(w / (rrf_k + rank))``.
+
+    The candidate depth is ``max(candidates, k)`` on each side, so for any
+    ``k <= candidates`` the order of the top ``k`` does not depend on ``k``.
+
+    Every hit says whether it shares a query term (``lexical_match`` / ``match``).
+    Semantic-only hits are kept only when their cosine is at least
+    ``mean + semantic_min_z * std`` of the query's vector candidates (``None``
+    keeps them all), so a query nothing matches lexically and whose neighbours are
+    all alike returns few or no hits. If the embedder fails, the lexical results
+    are returned with a note instead of an error.
     """
-    n = max(CANDIDATES, k * 3)
+    if fusion not in FUSIONS:
+        raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
+    n = max(int(candidates), int(k), 1)
     lex = lexical(conn, query, k=n, repository=repository, doc_type=doc_type, snippets=False)
     res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=lex.fts_query)
+    res.notes.extend(lex.notes)
     vec_hits: list[SearchHit] = []
     if embedder is not None:
-        v = vector(conn, query, embedder, k=n, repository=repository, doc_type=doc_type)
-        vec_hits = v.hits
-        res.embedder = v.embedder
-        res.notes.extend(v.notes)
+        try:
+            v = vector(conn, query, embedder, k=n, repository=repository, doc_type=doc_type)
+        except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to lexical
+            res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
+                             " showing lexical results only")
+        else:
+            vec_hits = v.hits
+            res.embedder = v.embedder
+            res.notes.extend(v.notes)
     fused: dict[int, SearchHit] = {}
-    scores: dict[int, float] = {}
-    lex_max = max((h.score for h in lex.hits), default=0.0) or 1.0
+    lex_raw: dict[int, float] = {}
+    vec_raw: dict[int, float] = {}
+    lex_rank: dict[int, int] = {}
+    vec_rank: dict[int, int] = {}
     for rank, h in enumerate(lex.hits, 1):
         fused[h.node_id] = h
         h.ranks = {"lexical": rank, "vector": None}
-        if fusion == "convex":
-            scores[h.node_id] = lexical_weight * (h.score / lex_max)
-        else:
-            scores[h.node_id] = lexical_weight / (rrf_k + rank)
+        h.lexical_match, h.match = True, "lexical"
+        lex_raw[h.node_id], lex_rank[h.node_id] = h.score, rank
     for rank, h in enumerate(vec_hits, 1):
         if h.node_id in fused:
             fused[h.node_id].ranks["vector"] = rank
         else:
             h.ranks = {"lexical": None, "vector": rank}
+            h.lexical_match, h.match = False, "semantic"
             fused[h.node_id] = h
-        part = vector_weight * max(0.0, h.score) if fusion == "convex" \
-            else vector_weight / (rrf_k + rank)
-        scores[h.node_id] = scores.get(h.node_id, 0.0) + part
+        vec_raw[h.node_id], vec_rank[h.node_id] = h.score, rank
+    if semantic_min_z is not None and len(vec_raw) >= 2:
+        arr = np.asarray(list(vec_raw.values()), dtype=np.float64)
+        floor = float(arr.mean()) + semantic_min_z * float(arr.std())
+        for nid in [nid for nid in fused if nid not in lex_raw and vec_raw[nid] < floor]:
+            del fused[nid]
+    scores: dict[int, float] = {}
+    if fusion == "convex":
+        lex_max = max(lex_raw.values(), default=0.0) or 1.0
+        for nid in fused:
+            scores[nid] = (lexical_weight * lex_raw.get(nid, 0.0) / lex_max
+                           + vector_weight * max(0.0, vec_raw.get(nid, 0.0)))
+    elif fusion == "rrf":
+        for nid in fused:
+            s = lexical_weight / (rrf_k + lex_rank[nid]) if nid in lex_rank else 0.0
+            if nid in vec_rank:
+                s += vector_weight / (rrf_k + vec_rank[nid])
+            scores[nid] = s
+    else:
+        ln, vn = _normalise(lex_raw, fusion), _normalise(vec_raw, fusion)
+        lmiss = min(ln.values(), default=0.0) if fusion == "zscore" else 0.0
+        vmiss = min(vn.values(), default=0.0) if fusion == "zscore" else 0.0
+        for nid in fused:
+            scores[nid] = (lexical_weight * ln.get(nid, lmiss)
+                           + vector_weight * vn.get(nid, vmiss))
     order = sorted(fused, key=lambda nid: (-scores[nid], nid))
     ranked = []
     for nid in order:
@@ -376,8 +449,13 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
 
 def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
            embedder: Embedder | None = None, k: int = 10, repository: str | None = None,
-           doc_type: str | None = None, per_document: int = 2) -> SearchResult:
-    """Search active projections in the given mode (never raises on query text)."""
+           doc_type: str | None = None, per_document: int = 2,
+           fusion_options: dict[str, Any] | None = None) -> SearchResult:
+    """Search active projections in the given mode (never raises on query text).
+
+    ``fusion_options`` are passed to :func:`hybrid` (``fusion``, ``lexical_weight``,
+    ``vector_weight``, ``rrf_k``, ``candidates``, ``semantic_min_z``).
+    """
     if mode not in MODES:
         raise SearchError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     k = max(0, min(int(k), VEC_K_MAX))
@@ -399,7 +477,7 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
             h.ranks = {"lexical": None, "vector": i}
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
-                  per_document=per_document)
+                  per_document=per_document, **(fusion_options or {}))
 
 
 def fuzzy_documents(docs: Sequence[dict[str, Any]], text: str, *, limit: int = 50,

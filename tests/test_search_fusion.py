@@ -1,0 +1,116 @@
+"""Fusion methods, k-independence, honest "no match", degrade-on-embedder-failure, query building."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+
+from memlens.core import search as search_mod
+from memlens.core.embedding import Embedder, EmbedderUnavailable, make_embedder
+from memlens.core.search import FUSIONS, SearchError, build_fts_query
+from memlens.core.service import MemoryService
+from memlens.core.sources import roots_for_path
+from tests.conftest import CORPUS
+from tests.test_search import _service
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
+    base = tmp_path_factory.mktemp("fusion")
+    shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(base, make_embedder("hashing", {}))
+    s.ingest(roots_for_path(base / "corpus"))
+    yield s
+    s.close()
+
+
+class _Failing:
+    """An embedder whose endpoint is down: same fingerprint, every embed raises."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dim = inner.dim
+        self.metric = "cosine"
+
+    def fingerprint(self) -> str:
+        return str(self.inner.fingerprint())
+
+    def embed_query(self, text: str) -> Any:
+        raise EmbedderUnavailable("embedding endpoint http://127.0.0.1:9/v1: connection refused")
+
+    def embed_documents(self, texts: Any) -> Any:
+        raise EmbedderUnavailable("connection refused")
+
+
+def test_drops_one_letter_fragments() -> None:
+    assert build_fts_query("user's preference", prefix=False) == '"user" OR "preference"'
+
+
+def test_extra_stop_words_dropped() -> None:
+    assert build_fts_query("what do they cache", prefix=False) == '"cache"'
+
+
+def test_no_prefix_on_finished_question() -> None:
+    assert build_fts_query("how do we deploy?") == '"deploy"'
+    assert build_fts_query("how do we deploy ?") == '"deploy"'
+    assert build_fts_query("how do we deploy") == '"deploy"*'
+
+
+def test_fallback_when_only_fragments() -> None:
+    assert build_fts_query("a", prefix=False) == '"a"'
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_top_k_does_not_depend_on_k(svc: MemoryService, fusion: str) -> None:
+    """The first 3 hits with k=3 are the first 3 with k=10 and k=30, for every fusion."""
+    conn = svc.conn()
+    for q in ("build test", "how are retries handled", "busy_timeout", "prefer short answers"):
+        tops = []
+        for k in (3, 10, 30):
+            res = search_mod.hybrid(conn, q, svc.embedder, k=k, fusion=fusion)
+            tops.append([h.node_id for h in res.hits[:3]])
+        assert tops[0] == tops[1] == tops[2], (fusion, q, tops)
+
+
+def test_unknown_fusion_is_an_error(svc: MemoryService) -> None:
+    with pytest.raises(SearchError):
+        search_mod.hybrid(svc.conn(), "x", svc.embedder, fusion="bogus")
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_nonsense_token_has_no_lexical_matches(svc: MemoryService, fusion: str) -> None:
+    """`zebraquokka4711` exists nowhere: no hit is presented as a match."""
+    res = search_mod.search(svc.conn(), "zebraquokka4711", mode="hybrid", embedder=svc.embedder,
+                            fusion_options={"fusion": fusion})
+    assert all(not h.lexical_match and h.match == "semantic" for h in res.hits)
+    via_service = svc.search("zebraquokka4711", mode="hybrid")
+    assert not [h for h in via_service.hits if h.lexical_match]
+    assert all(h.as_json()["match"] == "semantic" for h in via_service.hits)
+
+
+def test_lexical_hits_are_marked(svc: MemoryService) -> None:
+    hits = svc.search("busy_timeout", mode="hybrid", k=5).hits
+    assert hits and hits[0].lexical_match and hits[0].match == "lexical"
+    d = hits[0].as_json()
+    assert d["lexical_match"] is True and {"score", "ranks", "snippet", "path"} <= set(d)
+
+
+def test_semantic_floor_thins_semantic_only_hits(svc: MemoryService) -> None:
+    conn = svc.conn()
+    loose = search_mod.hybrid(conn, "zebraquokka4711", svc.embedder, k=50, semantic_min_z=None)
+    strict = search_mod.hybrid(conn, "zebraquokka4711", svc.embedder, k=50)
+    assert len(strict.hits) < len(loose.hits) or not loose.hits
+
+
+def test_embedder_failure_degrades_to_lexical(svc: MemoryService) -> None:
+    """Embedder raising in hybrid mode -> lexical results plus a note, no exception."""
+    failing = cast(Embedder, _Failing(svc.embedder))
+    res = search_mod.search(svc.conn(), "busy_timeout", mode="hybrid", embedder=failing, k=5)
+    assert res.hits and all(h.lexical_match for h in res.hits)
+    assert any("embedder unavailable" in n for n in res.notes)
+    lex = search_mod.search(svc.conn(), "busy_timeout", mode="lexical", k=5)
+    assert [h.node_id for h in res.hits][:1] == [h.node_id for h in lex.hits][:1]
+    assert "notes" in res.as_json()
