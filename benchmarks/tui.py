@@ -71,7 +71,7 @@ def build(db: Path, n_docs: int) -> dict[str, Any]:
         while svc.project().outcomes:  # one call claims at most 1,000 documents
             pass
         t3 = time.perf_counter()
-        stats = svc.stats()
+        stats = svc.statistics().as_dict()
         svc.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
         svc.close()
         for suffix in ("-wal", "-shm"):

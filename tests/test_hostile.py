@@ -354,7 +354,7 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         # no other file affected: the good file is updated and searchable
         assert "good.md" not in failed
         assert "good.md" in [h.path for h in svc.search("goodword", mode="lexical").hits]
-        assert "still goodword" in svc.find(None, "good.md")["content"]
+        assert "still goodword" in svc.locate(None, "good.md").content
 
         if case.expect == "error":
             assert rel in failed, f"{case.name}: no per-file error; report: {rep}"
@@ -363,11 +363,12 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             assert "Traceback" not in msg and str(tmp_path) not in msg
             assert set(failed) == {rel, *case.also_failed}, failed
             if case.victim:  # the stored version is kept, current and searchable
-                v = svc.find(None, "victim.md")
-                assert v is not None and not v["tombstoned"] and v["content"] == VICTIM_OLD
+                v = svc.locate(None, "victim.md")
+                assert v is not None and not v.tombstoned and v.content == VICTIM_OLD
                 assert "victim.md" in [h.path for h in svc.search("victimword",
                                                                   mode="lexical").hits]
-            assert "outsideword" not in json.dumps([svc.document(x.id) for x in docs.values()])
+            assert "outsideword" not in json.dumps([d.as_dict() for x in docs.values()
+                                                  if (d := svc.detail(x.id)) is not None])
         elif case.expect == "ok":
             assert failed == {}, f"{case.name}: {failed}"
             assert rel in docs
@@ -379,7 +380,7 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             assert nodes == n
             node_bytes = dbm.scalar(svc.conn(), "SELECT COALESCE(SUM(length(text)), 0)"
                                     " FROM knowledge_nodes WHERE document_id=?", (docs[rel].id,))
-            content_len = len(svc.find(None, rel)["content"])
+            content_len = len(svc.locate(None, rel).content)
             assert node_bytes <= 3 * content_len + 4096, \
                 f"{case.name}: node text {node_bytes} for {content_len} chars of content"
             head_bytes = dbm.scalar(svc.conn(), "SELECT COALESCE(SUM(length(heading_path)), 0)"
@@ -412,7 +413,7 @@ def test_vanished_file_is_tombstoned_on_the_next_run(tmp_path: Path,
         assert [f["path"] for f in svc.ingest(H.roots_of(base)).as_json()["failed"]] == [
             "victim.md"]
         monkeypatch.undo()
-        assert not svc.find(None, "victim.md")["tombstoned"]
+        assert not svc.locate(None, "victim.md").tombstoned
         assert svc.ingest(H.roots_of(base)).as_json()["deleted"] == 1
         assert svc.search("victimword", mode="lexical").hits == []
     finally:
@@ -439,7 +440,7 @@ def test_50mb_markdown_with_raised_limit(tmp_path: Path, monkeypatch: pytest.Mon
         alarm(0)
         assert out.as_json()["failed"] == []
         assert elapsed < 600, f"{elapsed:.0f}s"
-        assert assert_sane_chunks(svc.conn(), svc.find(None, "huge.md")["id"]) > 1000
+        assert assert_sane_chunks(svc.conn(), svc.locate(None, "huge.md").id) > 1000
         assert H.problems_of(svc) == []
     finally:
         svc.close()

@@ -78,7 +78,7 @@ def test_source_hash_is_keyed(make_service: Any, tree: Any) -> None:
     import hmac
 
     assert stored == hmac.new(b"k" * 32, content.encode(), hashlib.sha256).hexdigest()
-    assert "hunter2" not in svc.find(None, "login.md")["content"]
+    assert "hunter2" not in svc.locate(None, "login.md").content
 
 
 def test_planted_new_family_secrets_absent_from_raw_files(make_service: Any, tree: Any,

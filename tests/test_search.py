@@ -102,7 +102,7 @@ def test_fts_query_builder() -> None:
 def test_identifier_queries_find_code(corpus_service: MemoryService) -> None:
     """`busy_timeout` finds the note that sets it, in lexical mode, top 3."""
     hits = corpus_service.search("busy_timeout", mode="lexical", k=3).hits
-    assert hits and any("busy_timeout" in corpus_service.find(h.repository, h.path)["content"]
+    assert hits and any("busy_timeout" in corpus_service.locate(h.repository, h.path).content
                         for h in hits)
 
 
@@ -168,8 +168,8 @@ def test_hit_shape_and_ranks(corpus_service: MemoryService) -> None:
         j = h.as_json()
         assert set(j["ranks"]) == {"lexical", "vector"}
         assert j["ranks"]["lexical"] or j["ranks"]["vector"]
-        doc = corpus_service.find(h.repository, h.path)
-        assert 0 <= h.start_char < h.end_char <= len(doc["content"])
+        doc = corpus_service.locate(h.repository, h.path)
+        assert 0 <= h.start_char < h.end_char <= len(doc.content)
         assert h.snippet
 
 

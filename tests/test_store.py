@@ -16,6 +16,17 @@ from memlens.core import faults
 from memlens.core.embedding import EmbeddingError, make_embedder
 from memlens.core.sources import roots_for_path
 
+
+def _doc(svc: Any, repository: str | None, path: str) -> dict[str, Any] | None:
+    """The document's typed detail, flattened so assertions read its fields by name."""
+    d = svc.locate(repository, path)
+    return None if d is None else d.as_dict()
+
+
+def _history(svc: Any, doc_id: int) -> list[dict[str, Any]]:
+    """The document's revisions in their ``history --json`` shape."""
+    return [r.as_json() for r in svc.revisions(doc_id)]
+
 SLUG = "-home-dev-proj"
 
 ALPHA = "# Alpha\n\nThe pool uses busy_timeout = 5000 and WAL mode.\n"
@@ -82,7 +93,7 @@ def test_injected_failure_in_swap_keeps_old_results(make_service: Any, tree: Any
         faults.set_hook(None)
     after = [h.as_json() for h in svc.search("busy_timeout staging", mode="lexical").hits]
     assert after == before
-    doc = svc.find(None, "a.md")
+    doc = _doc(svc, None, "a.md")
     assert doc["projection"]["status"] == "stale"
     assert "InjectedFault" in doc["projection"]["error"]
     assert doc["active_revision_id"] != doc["current_revision_id"]
@@ -98,19 +109,19 @@ def test_rename_changes_ids_not_hash(make_service: Any, tree: Any) -> None:
     tree.write("a.md", ALPHA)
     svc = make_service()
     _ingest(svc, tree)
-    doc = svc.find(None, "a.md")
+    doc = _doc(svc, None, "a.md")
     nodes_before = set(svc.chunk_nodes(doc["id"]).values())
     rev_before = doc["current_revision_id"]
     tree.rename("a.md", "renamed.md")
     out = _ingest(svc, tree)
     assert out.as_json()["renamed"] == 1 and out.as_json()["deleted"] == 0
-    doc2 = svc.find(None, "renamed.md")
+    doc2 = _doc(svc, None, "renamed.md")
     assert doc2["id"] == doc["id"]
     assert doc2["content_hash"] == doc["content_hash"]
     assert doc2["current_revision_id"] != rev_before
     assert set(svc.chunk_nodes(doc["id"]).values()).isdisjoint(nodes_before)
     assert _paths(svc, "busy_timeout") == ["renamed.md"]
-    hist = svc.history(doc["id"])
+    hist = _history(svc, doc["id"])
     assert [h["change_kind"] for h in hist] == ["rename", "create"]
     assert hist[0]["previous_path"] == "a.md"
 
@@ -121,20 +132,20 @@ def test_delete_removes_from_search_and_revives(make_service: Any, tree: Any) ->
     tree.write("b.md", BETA)
     svc = make_service()
     _ingest(svc, tree)
-    doc = svc.find(None, "a.md")
+    doc = _doc(svc, None, "a.md")
     tree.remove("a.md")
     out = _ingest(svc, tree)
     assert out.as_json()["deleted"] == 1
     assert _paths(svc, "busy_timeout") == []
     assert "a.md" not in _live(svc)
-    assert svc.find(None, "a.md")["tombstoned"]
+    assert _doc(svc, None, "a.md")["tombstoned"]
     tree.write("a.md", ALPHA + "\nBack again.\n")
     out = _ingest(svc, tree)
     assert out.as_json()["created"] == 1
-    again = svc.find(None, "a.md")
+    again = _doc(svc, None, "a.md")
     assert again["id"] == doc["id"] and not again["tombstoned"]
     assert _paths(svc, "busy_timeout") == ["a.md"]
-    kinds = [h["change_kind"] for h in svc.history(doc["id"])]
+    kinds = [h["change_kind"] for h in _history(svc, doc["id"])]
     assert kinds == ["create", "delete", "create"]
 
 
@@ -144,7 +155,7 @@ def test_deferred_content_durable_not_searchable(make_service: Any, tree: Any) -
     svc = make_service()
     out = _ingest(svc, tree, project=False)
     assert out.as_json()["projection"]["pending"] == 1
-    assert svc.find(None, "a.md")["content"] == ALPHA
+    assert _doc(svc, None, "a.md")["content"] == ALPHA
     assert _paths(svc, "busy_timeout") == []
     svc.project()
     assert _paths(svc, "busy_timeout") == ["a.md"]
@@ -186,13 +197,13 @@ def test_superseded_projection_is_discarded(make_service: Any, tree: Any) -> Non
     tree.write("a.md", ALPHA)
     svc = make_service()
     _ingest(svc, tree, project=False)
-    doc = svc.find(None, "a.md")
+    doc = _doc(svc, None, "a.md")
     old_rev = doc["current_revision_id"]
     tree.write("a.md", BETA)
     _ingest(svc, tree, project=False)
     o = proj.project_one(svc.conn(), doc["id"], old_rev, svc.embedder, svc.clock, "test:1")
     assert o.result == "discarded"
-    assert svc.find(None, "a.md")["active_revision_id"] is None
+    assert _doc(svc, None, "a.md")["active_revision_id"] is None
     svc.project()
     assert _paths(svc, "staging") == ["a.md"]
 
@@ -224,10 +235,10 @@ def test_status_transitions_and_backoff(make_service: Any, tree: Any, clock: Any
     svc = make_service(embedder=emb)
     tree.write("a.md", ALPHA)
     _ingest(svc, tree, project=False)
-    assert svc.find(None, "a.md")["projection"]["status"] == "pending"
+    assert _doc(svc, None, "a.md")["projection"]["status"] == "pending"
     emb.broken = True
     svc.project()
-    d = svc.find(None, "a.md")
+    d = _doc(svc, None, "a.md")
     assert d["projection"]["status"] == "failed"
     assert d["projection"]["attempts"] == 1
     assert "unreachable" in d["projection"]["error"]
@@ -238,19 +249,19 @@ def test_status_transitions_and_backoff(make_service: Any, tree: Any, clock: Any
     assert rep.outcomes == []
     clock.advance(10)
     svc.project()
-    d = svc.find(None, "a.md")
+    d = _doc(svc, None, "a.md")
     assert d["projection"]["attempts"] == 2
     assert d["projection"]["next_attempt_at"] - clock.t > first_next - (clock.t - 10) - 1
     emb.broken = False
     clock.advance(3600)
     svc.project()
-    d = svc.find(None, "a.md")
+    d = _doc(svc, None, "a.md")
     assert d["projection"]["status"] == "ready" and d["projection"]["attempts"] == 0
     # An update that fails to project is stale: the old projection stays searchable.
     tree.write("a.md", BETA)
     emb.broken = True
     _ingest(svc, tree)
-    d = svc.find(None, "a.md")
+    d = _doc(svc, None, "a.md")
     assert d["projection"]["status"] == "stale"
     assert _paths(svc, "busy_timeout") == ["a.md"]
     assert _paths(svc, "staging") == []
@@ -266,7 +277,7 @@ def test_processing_status_visible_during_projection(make_service: Any, tree: An
     def hook(step: str) -> None:
         if step == "projection.embed":
             other = svc.__class__(svc.settings, clock=svc.clock, embedder=svc.embedder, install_key=b"k" * 32)
-            seen.append(other.find(None, "a.md")["projection"]["status"])
+            seen.append(_doc(other, None, "a.md")["projection"]["status"])
             other.close()
 
     faults.set_hook(hook)
@@ -275,7 +286,7 @@ def test_processing_status_visible_during_projection(make_service: Any, tree: An
     finally:
         faults.set_hook(None)
     assert seen == ["processing"]
-    assert svc.find(None, "a.md")["projection"]["status"] == "ready"
+    assert _doc(svc, None, "a.md")["projection"]["status"] == "ready"
 
 
 def test_empty_file_stored_without_nodes(make_service: Any, tree: Any) -> None:
@@ -298,7 +309,7 @@ def test_unchanged_rescan_is_noop(make_service: Any, tree: Any) -> None:
     tree.write("a.md", ALPHA)  # same content, new mtime
     out = _ingest(svc, tree).as_json()
     assert out["unchanged"] == 1 and out["updated"] == 0
-    assert len(svc.history(svc.find(None, "a.md")["id"])) == 1
+    assert len(_history(svc, _doc(svc, None, "a.md")["id"])) == 1
 
 
 def test_bad_files_fail_alone(make_service: Any, tree: Any) -> None:
@@ -316,7 +327,7 @@ def test_bad_files_fail_alone(make_service: Any, tree: Any) -> None:
     tree.write("good.md", b"\xff\xff")
     out = _ingest(svc, tree).as_json()
     assert [f["path"] for f in out["failed"]] == ["bad.md", "bin.md", "good.md"]
-    assert svc.find(None, "good.md")["content"] == ALPHA
+    assert _doc(svc, None, "good.md")["content"] == ALPHA
     assert _paths(svc, "busy_timeout") == ["good.md"]
 
 
@@ -327,7 +338,7 @@ def test_history_diff_headers_not_glued(make_service: Any, tree: Any) -> None:
     _ingest(svc, tree)
     tree.write("a.md", ALPHA + "\nMore text.\n")
     _ingest(svc, tree)
-    hist = svc.history(svc.find(None, "a.md")["id"])
+    hist = _history(svc, _doc(svc, None, "a.md")["id"])
     old = hist[1]
     assert not old["has_snapshot"] and hist[0]["has_snapshot"]
     assert old["diff"].startswith("--- a/a.md\n+++ b/a.md\n@@")
@@ -343,7 +354,7 @@ def test_rechunk_revision(make_service: Any, tree: Any) -> None:
     tree.write("big.md", body)
     svc = make_service()
     _ingest(svc, tree)
-    doc = svc.find(None, "big.md")
+    doc = _doc(svc, None, "big.md")
     n_before = len(svc.chunks(doc["id"]))
     cfg = ChunkerConfig(strategy="windows", max_tokens=100, overlap_tokens=20)
     assert svc.rechunk([doc["id"]], cfg) == [doc["id"]]
@@ -351,7 +362,7 @@ def test_rechunk_revision(make_service: Any, tree: Any) -> None:
     svc.project()
     after = svc.chunks(doc["id"])
     assert len(after) > n_before
-    hist = svc.history(doc["id"])
+    hist = _history(svc, doc["id"])
     assert hist[0]["change_kind"] == "rechunk"
     assert hist[0]["chunker"]["config"]["strategy"] == "windows"
     assert hist[0]["content_hash"] == hist[1]["content_hash"]
@@ -431,8 +442,8 @@ def test_retention_keeps_current_and_active(make_service: Any, tree: Any) -> Non
     for i in range(8):
         tree.write("a.md", f"# A\n\nversion {i}\n")
         _ingest(svc, tree)
-    doc = svc.find(None, "a.md")
-    hist = svc.history(doc["id"])
+    doc = _doc(svc, None, "a.md")
+    hist = _history(svc, doc["id"])
     assert len(hist) == 3
     assert hist[0]["id"] == doc["current_revision_id"] == doc["active_revision_id"]
     assert [h["number"] for h in hist] == sorted((h["number"] for h in hist), reverse=True)

@@ -121,9 +121,9 @@ class Scenario:
     roots: list[Any] = field(default_factory=list)
 
     def doc_id(self, repository: str, path: str) -> int:
-        doc = self.service.find(repository, path)
+        doc = self.service.locate(repository, path)
         assert doc is not None, f"{repository}/{path} not stored"
-        return int(doc["id"])
+        return doc.id
 
     def app(self, **kwargs: Any) -> MemlensApp:
         """An app over this scenario (no startup ingest, no watcher unless asked)."""
@@ -745,12 +745,12 @@ async def test_paging_keeps_big_folders_lazy(tmp_path: Path, clock: Clock,
         kids = list(repo.children)
         assert len(kids) == PAGE + 1 and isinstance(kids[-1].data, MoreData)
         assert all(isinstance(k.data, DocData) for k in kids[:-1])
-        last = svc.find("-home-dev-big", f"note-{n - 1:04d}.md")
+        last = svc.locate("-home-dev-big", f"note-{n - 1:04d}.md")
         assert last is not None
-        assert app.doc_tree.reveal(int(last["id"]))
+        assert app.doc_tree.reveal(last.id)
         assert len(list(repo.children)) == n
         # Unprojected documents read as pending.
-        assert app.doc_tree.summary(int(last["id"])).status == "pending"
+        assert app.doc_tree.summary(last.id).status == "pending"
 
 
 @async_test

@@ -90,9 +90,9 @@ class Running:
         return [e for e in list(self.events) if e.kind == "error"]
 
     def history(self, path: str, repository: str = SLUG) -> list[str]:
-        doc = self.service.find(repository, path)
+        doc = self.service.locate(repository, path)
         assert doc is not None, f"no document {repository}/{path}"
-        return [r["change_kind"] for r in reversed(self.service.history(doc["id"]))]
+        return [r.change_kind for r in reversed(self.service.revisions(doc.id))]
 
     def idle(self, quiet: float = 0.3) -> None:
         """Wait until the queue is empty and no event arrived for ``quiet`` seconds."""
@@ -240,13 +240,13 @@ def test_deleted_then_recreated_is_revived(tree: MemoryTree, watch: Callable[...
     seed(tree)
     run = watch()
     mem = tree.memdir()
-    doc_id = run.service.find(SLUG, "t1.md")["id"]  # type: ignore[index]
+    doc_id = run.service.locate(SLUG, "t1.md").id  # type: ignore[union-attr]
     (mem / "t1.md").unlink()
     assert_like_fresh(run, fresh, tree.projects, tombstoned={"t1.md"})
     (mem / "t1.md").write_text("# Back\n\nrevived qqrevivedtoken\n", encoding="utf-8")
     assert_like_fresh(run, fresh, tree.projects)
-    doc = run.service.find(SLUG, "t1.md")
-    assert doc is not None and doc["id"] == doc_id and not doc["tombstoned"]
+    doc = run.service.locate(SLUG, "t1.md")
+    assert doc is not None and doc.id == doc_id and not doc.tombstoned
     assert run.history("t1.md") == ["create", "delete", "create"]
     assert lexical_hits(run.service, "qqrevivedtoken") == ["t1.md"]
 
@@ -389,7 +389,7 @@ def test_burst_of_500_writes_coalesces(tree: MemoryTree, watch: Callable[..., Ru
             (mem / f"b{i:02}.md").write_text(f"# B{i}\n\nround {rnd} of file {i}\n")
     assert_like_fresh(run, fresh, tree.projects)
     for i in range(50):
-        assert run.service.find(SLUG, f"b{i:02}.md")["content"].endswith(  # type: ignore[index]
+        assert run.service.locate(SLUG, f"b{i:02}.md").content.endswith(  # type: ignore[union-attr]
             f"round 9 of file {i}\n")
     assert run.watcher.batches <= 15, f"{run.watcher.batches} batches for one burst"
     assert not run.changes("failed")

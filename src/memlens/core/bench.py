@@ -841,8 +841,8 @@ def _locate_targets(svc: Any, queries: Sequence[Query]) -> tuple[dict[str, list[
     for q in queries:
         key = (q.repository, q.path)
         if key not in cache:
-            doc = svc.find(q.repository, q.path)
-            cache[key] = None if doc is None or doc["tombstoned"] else str(doc["content"] or "")
+            doc = svc.locate(q.repository, q.path)
+            cache[key] = None if doc is None or doc.tombstoned else doc.content
         text = cache[key]
         if text is None:
             notes.append(f"{q.id}: answer document {q.repository}/{q.path} is not in the corpus "

@@ -303,11 +303,6 @@ class MemoryService:
         found = search_mod.fuzzy_documents(dicts, text, limit=limit)
         return [(f["_doc"], score) for f, score in found]
 
-    def find(self, repository: str | None, path: str) -> dict[str, Any] | None:
-        """Legacy dict form of :meth:`locate`; kept while tests and callers switch."""
-        d = self.locate(repository, path)
-        return d.as_dict() if d is not None else None
-
     def locate(self, repository: str | None, path: str) -> DocumentDetail | None:
         """Document detail by repository and logical path (repository may be omitted
         when the path is unique).
@@ -347,11 +342,6 @@ class MemoryService:
                 started_at=r["projection_started_at"], updated_at=r["projection_updated_at"],
                 next_attempt_at=r["projection_next_attempt_at"]),
             observed_at=r["observed_at"])
-
-    def document(self, doc_id: int) -> dict[str, Any] | None:
-        """Legacy dict form of :meth:`detail`; kept until the TUI has switched."""
-        d = self.detail(doc_id)
-        return d.as_dict() if d is not None else None
 
     def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
         """Chunks of a revision (default: current) as :class:`Chunk` objects."""
@@ -399,10 +389,6 @@ class MemoryService:
             self.conn(), "SELECT * FROM memory_revisions WHERE document_id=? ORDER BY seq DESC",
             (doc_id,))]
 
-    def history(self, doc_id: int) -> list[dict[str, Any]]:
-        """Legacy dict form of :meth:`revisions`; kept until the TUI has switched."""
-        return [r.as_json() for r in self.revisions(doc_id)]
-
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None
                ) -> search_mod.SearchResult:
@@ -426,10 +412,6 @@ class MemoryService:
             "SELECT logical_path FROM memory_documents WHERE repository=? AND tombstoned_at IS NULL",
             (doc.repository,))]
         return check_index(doc.path, doc.content, live)
-
-    def stats(self) -> dict[str, Any]:
-        """Legacy dict form of :meth:`statistics`; kept until the TUI has switched."""
-        return self.statistics().as_dict()
 
     def pending_count(self) -> dict[str, int]:
         """Projection queue: live documents per projection status."""

@@ -202,11 +202,11 @@ class Watcher:
         self._on_event = on_event
         self._repository = repository
         self._debounce_ms = max(1, int(debounce_ms if debounce_ms is not None
-                                       else s.get("watch.debounce_ms")))
+                                       else s.watch.debounce_ms))
         self._stable_s = max(0, int(stable_ms if stable_ms is not None
-                                    else s.get("watch.stable_ms"))) / 1000.0
+                                    else s.watch.stable_ms)) / 1000.0
         self._reconcile_s = float(reconcile_seconds if reconcile_seconds is not None
-                                  else s.get("watch.reconcile_seconds"))
+                                  else s.watch.reconcile_seconds)
         if roots is None and scan_paths is None:
             roots = service.resolve_roots(None, repository)
             scan_paths = list(s.roots) if s.roots else [claude_projects_dir()]
@@ -701,8 +701,8 @@ class Watcher:
         for o in (report.outcomes if report else []):
             repo_path = where.get(o.document_id)
             if repo_path is None:
-                doc = self._service.document(o.document_id)
-                repo_path = (doc["repository"], doc["path"]) if doc else (None, None)
+                doc = self._service.detail(o.document_id)
+                repo_path = (doc.repository, doc.path) if doc else (None, None)
             repo, path = repo_path
             msg = (f"{o.result}: {o.nodes} chunk(s)" if o.error is None
                    else f"{o.result}: {o.error}")

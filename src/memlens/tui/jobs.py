@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from textual.message import Message
 
@@ -46,30 +46,20 @@ ROW_FLUSH_SECONDS = 0.1
 RECHUNK_BATCH = 100
 
 
-def _plain(value: Any, method: str) -> Any:
-    """The dict form of a façade value (typed dataclass or, before the switch, a dict).
-
-    The detail panes and the status bar still read these by key; this is the one
-    place that bridges the typed values of :mod:`memlens.core.types` to them.
-    """
-    convert = getattr(value, method, None)
-    return convert() if callable(convert) else value
-
-
 def document_dict(svc: MemoryService, doc_id: int) -> dict[str, Any] | None:
-    """One document as the detail panes read it."""
-    doc = svc.document(doc_id)
-    return None if doc is None else cast(dict[str, Any], _plain(doc, "as_dict"))
+    """One document as the detail panes read it (the typed value, flattened once here)."""
+    doc = svc.detail(doc_id)
+    return None if doc is None else doc.as_dict()
 
 
 def history_dicts(svc: MemoryService, doc_id: int) -> list[dict[str, Any]]:
     """A document's revisions as the timeline reads them."""
-    return [cast(dict[str, Any], _plain(r, "as_json")) for r in svc.history(doc_id)]
+    return [r.as_json() for r in svc.revisions(doc_id)]
 
 
 def stats_dict(svc: MemoryService) -> dict[str, Any]:
     """Counts as the status bar reads them."""
-    return cast(dict[str, Any], _plain(svc.stats(), "as_dict"))
+    return svc.statistics().as_dict()
 
 
 def filtered_documents(svc: MemoryService, idx: FilterIndex, text: str,
