@@ -1,0 +1,1 @@
+"""The embedder implementations behind :mod:`memlens.core.embedding`."""

@@ -1,0 +1,416 @@
+"""Shared pieces of the embedders: errors, the protocol, helpers and the base class."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float32]
+"""A float32 numpy array (a matrix of shape ``(n, dim)`` or a vector of shape ``(dim,)``)."""
+
+METRIC: Final = "cosine"
+EMBEDDER_NAMES: Final[tuple[str, ...]] = (
+    "hashing",
+    "model2vec",
+    "openai",
+    "sentence-transformers",
+    "static",
+)
+
+STATIC_MODEL_NAME: Final = "memlens-static-minilm"
+"""Where the shipped distilled model lives (read at :func:`make_embedder` time)."""
+
+_EXTRA_MODEL2VEC: Final = "pip install 'memlens[model2vec]'"
+_EXTRA_ST: Final = "pip install 'memlens[sentence-transformers]'"
+_TORCH_HINT: Final = "it also needs PyTorch; on CPU: pip install torch==2.13.0"
+_ALLOW_DOWNLOAD_ENV: Final = "MEMLENS_ALLOW_DOWNLOAD"
+
+_T = TypeVar("_T")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class EmbeddingError(Exception):
+    """An embedder failed to produce vectors.
+
+    Attributes:
+        transient: True when retrying later may succeed (endpoint down, timed out,
+            overloaded); False for errors that will repeat (bad response, rejected key).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        """Create the error.
+
+        Args:
+            message: A complete sentence a person can act on.
+            transient: Whether a later retry may succeed.
+        """
+        super().__init__(message)
+        self.transient = transient
+
+
+class EmbedderUnavailable(EmbeddingError):
+    """The embedder cannot be built here: an optional extra or the model is missing.
+
+    The message names what to install or download (for example
+    ``pip install 'memlens[model2vec]'``).
+    """
+
+
+class EmbedderConfigError(EmbeddingError, ValueError):
+    """Unknown embedder name, unknown option, or an option with an invalid value."""
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the store and the UI need from an embedder.
+
+    Rows returned by :meth:`embed_documents` are L2-normalised float32 vectors of
+    length :attr:`dim`; a text with nothing to embed (empty or whitespace only) gives
+    an all-zero row.
+    """
+
+    @property
+    def name(self) -> str:
+        """Registry name (``hashing``, ``model2vec``, ...)."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """Model identifier for display (a hub id, folder name or endpoint model)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    @property
+    def metric(self) -> str:
+        """Distance metric; always ``"cosine"``."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Version of memlens' code path for this embedder."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Return a stable string naming everything that changes the vectors."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts for storage; returns shape ``(len(texts), dim)``."""
+        ...
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed a search query; returns shape ``(dim,)``."""
+        ...
+
+    def info(self) -> dict[str, object]:
+        """Return details for display (name, model, dim, metric, version, extras)."""
+        ...
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def batched(items: Sequence[_T], n: int) -> Iterator[list[_T]]:
+    """Yield consecutive lists of at most ``n`` items.
+
+    Args:
+        items: The sequence to split.
+        n: The batch size (at least 1).
+
+    Yields:
+        Lists of up to ``n`` items, in order; nothing for an empty sequence.
+
+    Raises:
+        ValueError: If ``n`` is smaller than 1.
+    """
+    if n < 1:
+        raise ValueError(f"batch size must be at least 1, got {n}")
+    for start in range(0, len(items), n):
+        yield list(items[start : start + n])
+
+
+def l2_normalize(matrix: npt.ArrayLike) -> FloatArray:
+    """L2-normalise the rows of a matrix (or a single vector).
+
+    Rows whose norm is zero stay zero. The computation runs in float64 and the
+    result is float32.
+
+    Args:
+        matrix: A 2-D ``(n, dim)`` or 1-D ``(dim,)`` array of finite numbers.
+
+    Returns:
+        A new float32 array of the same shape.
+    """
+    arr = np.asarray(matrix, dtype=np.float64)
+    if arr.ndim == 1:
+        norm = float(np.linalg.norm(arr))
+        out = arr / norm if norm > 0.0 else np.zeros_like(arr)
+        return out.astype(np.float32)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    safe = np.where(norms > 0.0, norms, 1.0)
+    return (arr / safe).astype(np.float32)
+
+
+def _short_digest(text: str, n: int = 12) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def _allow_download_default() -> bool:
+    return os.environ.get(_ALLOW_DOWNLOAD_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+_DIGEST_SKIP_NAMES: Final = frozenset({"README.md", ".gitattributes", ".gitignore", "LICENSE"})
+
+
+def _folder_digest(folder: Path) -> tuple[str, int]:
+    """Hash the files of a model folder (names and contents, sorted).
+
+    Documentation files (README, licence) and hidden or cache entries are skipped:
+    they do not change vectors.
+
+    Returns:
+        A 16-hex-digit digest and the total size in bytes of the hashed files.
+    """
+    h = hashlib.sha256()
+    total = 0
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.name not in _DIGEST_SKIP_NAMES
+        and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
+    )
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        h.update(rel.encode("utf-8") + b"\0")
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+                total += len(block)
+        h.update(b"\0")
+    return h.hexdigest()[:16], total
+
+
+@contextmanager
+def _hf_offline(enabled: bool) -> Iterator[None]:
+    """Set ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1`` for the duration of a load.
+
+    Values the user set themselves are left alone; ours are removed afterwards.
+    """
+    added: list[str] = []
+    if enabled:
+        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            if var not in os.environ:
+                os.environ[var] = "1"
+                added.append(var)
+    try:
+        yield
+    finally:
+        for var in added:
+            os.environ.pop(var, None)
+
+
+def _package_model_dir(package: str, subdir: str = "model") -> Path | None:
+    """Find ``<package>/<subdir>`` of an installed package without importing it.
+
+    Args:
+        package: A top-level package name.
+        subdir: The folder inside the package.
+
+    Returns:
+        The folder if the package is installed and the folder exists, else None.
+    """
+    try:
+        spec = find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / subdir
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _resolve_hub_snapshot(
+    repo_id: str,
+    *,
+    allow_download: bool,
+    cache_dir: str | None,
+    extra: str,
+) -> Path:
+    """Resolve a Hugging Face model id to a local snapshot folder.
+
+    Without ``allow_download`` this never touches the network: it only looks in the
+    local cache (``local_files_only=True`` with ``HF_HUB_OFFLINE=1``).
+
+    Raises:
+        EmbedderUnavailable: If huggingface_hub is missing, or the model is not
+            cached (offline) or cannot be downloaded.
+    """
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise EmbedderUnavailable(
+            f"loading model {repo_id!r} by hub id needs huggingface_hub: {extra}"
+        ) from None
+    try:
+        with _hf_offline(not allow_download):
+            folder = snapshot_download(
+                repo_id,
+                local_files_only=not allow_download,
+                cache_dir=cache_dir,
+            )
+    except Exception as exc:  # huggingface_hub raises many unrelated types
+        if allow_download:
+            raise EmbedderUnavailable(f"could not download model {repo_id!r}: {exc}") from None
+        raise EmbedderUnavailable(
+            f"model {repo_id!r} is not available offline; download it first with "
+            f"`hf download {repo_id}` (or `huggingface-cli download {repo_id}`), or point "
+            f"`path` at a local folder (or allow downloads with allow_download=true / "
+            f"{_ALLOW_DOWNLOAD_ENV}=1)"
+        ) from None
+    return Path(folder)
+
+
+def _looks_like_path(value: str) -> bool:
+    """Tell a filesystem path from a Hugging Face id (``org/name`` or ``name``)."""
+    if value.startswith(("/", "./", "../", "~", ".\\", "..\\")):
+        return True
+    if os.sep != "/" and os.sep in value:
+        return True
+    if re.match(r"^[A-Za-z]:[\\/]", value):
+        return True
+    return value.count("/") > 1
+
+
+# --------------------------------------------------------------------------- base class
+
+
+class BaseEmbedder(ABC):
+    """Shared behaviour: input checks, empty texts, normalisation, info.
+
+    Subclasses implement :meth:`_embed` (never called with an empty list or with
+    empty/whitespace-only texts), :attr:`dim` and :meth:`fingerprint`.
+    """
+
+    name: str = ""
+    model: str = ""
+    metric: str = METRIC
+    version: str = "1"
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Vector dimension."""
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """Return a stable string naming everything that changes the vectors."""
+
+    @abstractmethod
+    def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        """Embed non-empty texts; returns raw (not necessarily normalised) rows."""
+
+    def _extra_info(self) -> dict[str, object]:
+        return {}
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts for storage.
+
+        Args:
+            texts: The texts (a sequence of str, not a single str).
+
+        Returns:
+            float32 array of shape ``(len(texts), dim)`` with L2-normalised rows;
+            empty or whitespace-only texts give zero rows.
+
+        Raises:
+            TypeError: If ``texts`` is a str or contains non-str items.
+            EmbeddingError: If the backend fails or returns unusable vectors.
+        """
+        return self._embed_many(texts, query=False)
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed a search query.
+
+        Args:
+            text: The query text.
+
+        Returns:
+            float32 vector of shape ``(dim,)``, L2-normalised (zero for an empty query).
+
+        Raises:
+            TypeError: If ``text`` is not a str.
+            EmbeddingError: If the backend fails or returns unusable vectors.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"query must be str, not {type(text).__name__}")
+        row: FloatArray = self._embed_many([text], query=True)[0]
+        return row
+
+    def _embed_many(self, texts: Sequence[str], *, query: bool) -> FloatArray:
+        if isinstance(texts, str):
+            raise TypeError("embed_documents() takes a sequence of texts, not a single str")
+        items = list(texts)
+        for i, t in enumerate(items):
+            if not isinstance(t, str):
+                raise TypeError(f"text #{i} must be str, not {type(t).__name__}")
+        keep = [i for i, t in enumerate(items) if t.strip()]
+        if not keep:
+            return np.zeros((len(items), self.dim), dtype=np.float32)
+        raw = np.asarray(self._embed([items[i] for i in keep], query=query))
+        dim = self.dim
+        if raw.ndim != 2 or raw.shape != (len(keep), dim):
+            raise EmbeddingError(
+                f"the {self.name} embedder returned an array of shape {raw.shape}, "
+                f"expected ({len(keep)}, {dim})"
+            )
+        if not np.all(np.isfinite(raw)):
+            raise EmbeddingError(f"the {self.name} embedder returned non-finite values")
+        out = np.zeros((len(items), dim), dtype=np.float32)
+        out[keep] = l2_normalize(raw)
+        return out
+
+    def info(self) -> dict[str, object]:
+        """Return details for display.
+
+        Returns:
+            A dict with ``name``, ``model``, ``dim``, ``metric``, ``version``,
+            ``fingerprint`` and embedder-specific extras.
+        """
+        details: dict[str, object] = {
+            "name": self.name,
+            "model": self.model,
+            "dim": self.dim,
+            "metric": self.metric,
+            "version": self.version,
+            "fingerprint": self.fingerprint(),
+        }
+        details.update(self._extra_info())
+        return details
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} model={self.model!r}>"
+
+
