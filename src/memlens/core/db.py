@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -273,7 +274,7 @@ def connect(
         conn.load_extension(_sqlite_vec_path())
         conn.enable_load_extension(False)
         if not readonly:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA temp_store=MEMORY")
@@ -285,6 +286,30 @@ def connect(
     else:
         check_version(conn, p)
     return conn
+
+
+def _enable_wal(conn: apsw.Connection) -> None:
+    """Switch to WAL, retrying while another process holds the lock.
+
+    Changing the journal mode needs an exclusive lock, and SQLite returns
+    ``SQLITE_BUSY`` for it without always calling the busy handler (seen when
+    several processes create the same file at once), so retry here within the
+    same budget as the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            row = conn.execute("PRAGMA journal_mode").fetchone()
+            if row and str(row[0]).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
 
 def user_version(conn: apsw.Connection) -> int:
