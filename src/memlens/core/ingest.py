@@ -28,6 +28,7 @@ import apsw
 
 from .chunking import ChunkerConfig, chunk_markdown
 from .installkey import keyed_hash
+from .projection import delete_nodes
 from .redact import redact
 from .sources import (
     DEFAULT_MAX_FILE_BYTES,
@@ -258,7 +259,7 @@ def ingest_root(
     for d in vanished:
         if d["id"] in renamed_ids:
             continue
-        write_delete(conn, int(str(d["id"])), now())
+        write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
 

@@ -35,7 +35,7 @@ import numpy as np
 from . import faults
 from .db import ensure_vector_space, rows, scalar, vec_table_name, write_txn
 from .embedding import Embedder
-from .store import delete_nodes, get_document, prune_unused_chunks
+from .store import get_document, prune_unused_chunks
 
 Clock = Callable[[], float]
 
@@ -98,6 +98,39 @@ def pending_count(conn: apsw.Connection) -> dict[str, int]:
     return out
 
 
+# The one statement of "a projection run would pick this document up now"; it takes
+# two parameters: force (1 ignores the back-off of failed/stale documents) and now.
+_QUEUED = (
+    "tombstoned_at IS NULL AND current_revision_id IS NOT NULL AND ("
+    " projection_status IN ('pending','processing')"
+    " OR (projection_status IN ('failed','stale')"
+    "     AND (? OR projection_next_attempt_at IS NULL OR projection_next_attempt_at<=?))"
+    " OR (projection_status='ready' AND active_revision_id IS NOT current_revision_id))"
+)
+
+
+def queued_document_ids(conn: apsw.Connection, now: float, *, force: bool = False) -> list[int]:
+    """Live documents a projection run would claim now (same predicate as :func:`claim`,
+    before the owner-liveness check), in id order."""
+    return [int(r["id"]) for r in rows(
+        conn, f"SELECT id FROM memory_documents WHERE {_QUEUED} ORDER BY id",
+        (1 if force else 0, now))]
+
+
+def queue_other_embedder(conn: apsw.Connection, fingerprint: str) -> int:
+    """Queue live documents whose nodes were embedded by another embedder than
+    ``fingerprint``; returns how many were queued (their old projection stays served)."""
+    with write_txn(conn):
+        conn.execute(
+            "UPDATE memory_documents SET projection_status='pending', projection_attempts=0,"
+            " projection_next_attempt_at=NULL, projection_error=NULL"
+            " WHERE tombstoned_at IS NULL AND projection_status IN ('ready','failed','stale')"
+            " AND EXISTS (SELECT 1 FROM knowledge_nodes k LEFT JOIN vector_spaces s"
+            "   ON s.name=k.vector_space WHERE k.document_id=memory_documents.id"
+            "   AND (s.fingerprint IS NULL OR s.fingerprint<>?))", (fingerprint,))
+        return int(conn.changes())
+
+
 def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
           document_ids: Sequence[int] | None = None, force: bool = False,
           exclude: set[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
@@ -110,13 +143,7 @@ def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
         cand = rows(
             conn,
             "SELECT id, current_revision_id, projection_status, projection_owner,"
-            " projection_next_attempt_at FROM memory_documents"
-            " WHERE tombstoned_at IS NULL AND current_revision_id IS NOT NULL AND ("
-            "  projection_status='pending' OR projection_status='processing'"
-            "  OR (projection_status IN ('failed','stale')"
-            "      AND (? OR projection_next_attempt_at IS NULL OR projection_next_attempt_at<=?))"
-            "  OR (projection_status='ready' AND active_revision_id IS NOT current_revision_id))"
-            " ORDER BY id",
+            f" projection_next_attempt_at FROM memory_documents WHERE {_QUEUED} ORDER BY id",
             (1 if force else 0, now),
         )
         wanted = set(document_ids) if document_ids is not None else None
@@ -187,6 +214,26 @@ def _embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder:
             vecs[i] = arr[j]
             new_rows.append((chunks[i]["embed_key"], arr[j].tobytes()))
     return vecs, new_rows, cached
+
+
+def delete_nodes(conn: apsw.Connection, doc_id: int) -> int:
+    """Remove a document's nodes, their vectors, FTS rows (trigger) and junction rows."""
+    spaces: dict[str, list[int]] = {}
+    for r in rows(conn, "SELECT id, vector_space FROM knowledge_nodes WHERE document_id=?",
+                  (doc_id,)):
+        if r["vector_space"]:
+            spaces.setdefault(r["vector_space"], []).append(int(r["id"]))
+    for space, ids in spaces.items():
+        conn.executemany(f"DELETE FROM {vec_table_name(space)} WHERE node_id=?",
+                         [(i,) for i in ids])
+    faults.checkpoint("projection.delete_vectors")
+    conn.execute(
+        "DELETE FROM knowledge_node_memory_chunks WHERE node_id IN"
+        " (SELECT id FROM knowledge_nodes WHERE document_id=?)", (doc_id,))
+    n = conn.changes()
+    conn.execute("DELETE FROM knowledge_nodes WHERE document_id=?", (doc_id,))
+    faults.checkpoint("projection.delete_nodes")
+    return int(n)
 
 
 def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embedder,
@@ -311,14 +358,3 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
             if on_progress:
                 on_progress(o)
     return report
-
-
-def tombstoned_cleanup(conn: apsw.Connection) -> int:
-    """Remove nodes left behind by tombstoned documents (should be none)."""
-    n = 0
-    for r in rows(conn, "SELECT DISTINCT d.id FROM memory_documents d JOIN knowledge_nodes k"
-                  " ON k.document_id=d.id WHERE d.tombstoned_at IS NOT NULL"):
-        with write_txn(conn):
-            n += delete_nodes(conn, int(r["id"]))
-            prune_unused_chunks(conn, int(r["id"]))
-    return n

@@ -214,17 +214,7 @@ class MemoryService:
         Their old projection stays searchable (lexically, and by vector only in its
         own space) until the new one swaps in.
         """
-        conn = self.conn()
-        fp = self.embedder.fingerprint()
-        with dbm.write_txn(conn):
-            conn.execute(
-                "UPDATE memory_documents SET projection_status='pending', projection_attempts=0,"
-                " projection_next_attempt_at=NULL, projection_error=NULL"
-                " WHERE tombstoned_at IS NULL AND projection_status IN ('ready','failed','stale')"
-                " AND EXISTS (SELECT 1 FROM knowledge_nodes k LEFT JOIN vector_spaces s"
-                "   ON s.name=k.vector_space WHERE k.document_id=memory_documents.id"
-                "   AND (s.fingerprint IS NULL OR s.fingerprint<>?))", (fp,))
-            return int(conn.changes())
+        return proj.queue_other_embedder(self.conn(), self.embedder.fingerprint())
 
     def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
                 on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
@@ -465,15 +455,7 @@ class MemoryService:
 
     def queued_document_ids(self) -> list[int]:
         """Live documents a projection run would pick up now, in id order."""
-        return [int(r["id"]) for r in dbm.rows(
-            self.conn(),
-            "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL"
-            " AND current_revision_id IS NOT NULL AND ("
-            "  projection_status IN ('pending','processing')"
-            "  OR (projection_status='ready' AND active_revision_id IS NOT current_revision_id)"
-            "  OR (projection_status IN ('failed','stale')"
-            "      AND (projection_next_attempt_at IS NULL OR projection_next_attempt_at<=?)))"
-            " ORDER BY id", (self.clock(),))]
+        return proj.queued_document_ids(self.conn(), self.clock())
 
     def watcher(self, roots: Sequence[MemoryRoot] | None = None, *,
                 scan_paths: Sequence[Path] | None = None,

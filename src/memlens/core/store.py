@@ -28,7 +28,7 @@ import apsw
 
 from . import faults
 from .chunking import CHUNKER_NAME, CHUNKER_VERSION, Chunk, ChunkerConfig
-from .db import rows, scalar, vec_table_name, write_txn
+from .db import rows, scalar, write_txn
 
 SOURCE_KIND = "claude-auto-memory"
 SUMMARY_MAX_CHARS = 600
@@ -364,28 +364,15 @@ def write_rename(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
         _record_revision(conn, doc_id, "rename", pf, now, previous_path=old_path)
 
 
-def delete_nodes(conn: apsw.Connection, doc_id: int) -> int:
-    """Remove a document's nodes, their vectors, FTS rows (trigger) and junction rows."""
-    spaces: dict[str, list[int]] = {}
-    for r in rows(conn, "SELECT id, vector_space FROM knowledge_nodes WHERE document_id=?",
-                  (doc_id,)):
-        if r["vector_space"]:
-            spaces.setdefault(r["vector_space"], []).append(int(r["id"]))
-    for space, ids in spaces.items():
-        conn.executemany(f"DELETE FROM {vec_table_name(space)} WHERE node_id=?",
-                         [(i,) for i in ids])
-    faults.checkpoint("projection.delete_vectors")
-    conn.execute(
-        "DELETE FROM knowledge_node_memory_chunks WHERE node_id IN"
-        " (SELECT id FROM knowledge_nodes WHERE document_id=?)", (doc_id,))
-    n = conn.changes()
-    conn.execute("DELETE FROM knowledge_nodes WHERE document_id=?", (doc_id,))
-    faults.checkpoint("projection.delete_nodes")
-    return int(n)
+def write_delete(conn: apsw.Connection, doc_id: int, now: float,
+                 *, unproject: Callable[[apsw.Connection, int], object]) -> None:
+    """Tombstone a document: a `delete` revision, and out of search at once.
 
-
-def write_delete(conn: apsw.Connection, doc_id: int, now: float) -> None:
-    """Tombstone a document: a `delete` revision, and out of search at once."""
+    ``unproject`` removes the document from the search projection inside the same
+    transaction; it is :func:`memlens.core.projection.delete_nodes` (the projection
+    module owns the node, FTS, vector and junction tables, so the store does not
+    write them itself).
+    """
     with write_txn(conn):
         doc = get_document(conn, doc_id)
         if doc is None or doc["tombstoned_at"] is not None:
@@ -398,7 +385,7 @@ def write_delete(conn: apsw.Connection, doc_id: int, now: float) -> None:
                                content_hash_=doc["content_hash"] or content_hash(""),
                                logical_path=doc["logical_path"], snapshot=None, now=now,
                                summary="file deleted")
-        delete_nodes(conn, doc_id)
+        unproject(conn, doc_id)
         _set_fields(conn, doc_id, {
             "tombstoned_at": now, "current_revision_id": rev, "active_revision_id": None,
             "projection_status": "ready", "projection_error": None, "projection_attempts": 0,
@@ -436,14 +423,6 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
             front_matter=json.loads(doc["front_matter"] or "{}"), chunker=config)
         rev = _record_revision(conn, doc_id, "rechunk", pf, now)
     return rev
-
-
-def touch_stat(conn: apsw.Connection, doc_id: int, mtime_ns: int, size: int, now: float) -> None:
-    """Refresh the stat fast-path fields without a new revision."""
-    with write_txn(conn):
-        conn.execute(
-            "UPDATE memory_documents SET source_mtime_ns=?, source_size=?, observed_at=?"
-            " WHERE id=?", (mtime_ns, size, now, doc_id))
 
 
 def live_documents_under(conn: apsw.Connection, source_root: str) -> list[dict[str, Any]]:
