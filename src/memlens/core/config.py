@@ -291,6 +291,53 @@ def _parse_env(key: str, raw: str) -> Any:
     return raw
 
 
+def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str],
+                emb_opts: dict[str, Any]) -> None:
+    """Read one TOML config file into ``values`` (and embedder options), naming the
+    file and line of any bad key."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+
+    def where(key: str) -> str:
+        line = _line_of(text, key)
+        return f"{path}:{line}" if line else str(path)
+
+    flat: list[tuple[str, Any]] = []
+    for top, val in data.items():
+        if isinstance(val, dict):
+            flat.extend((f"{top}.{sub}", v) for sub, v in val.items())
+        else:
+            flat.append((top, val))
+    for key, v in flat:
+        if key.startswith("embedder.") and key != "embedder.name":
+            if not isinstance(v, _EMBEDDER_OPTION_TYPES):
+                raise ConfigError(f"{where(key)}: `{key}` must be a scalar")
+            emb_opts[key.split(".", 1)[1]] = v
+            continue
+        if key not in _SCHEMA:
+            raise ConfigError(f"{where(key)}: unknown setting `{key}`")
+        values[key] = _coerce(key, v, where(key))
+        origins[key] = f"file {path}"
+
+
+def _apply_overrides(overrides: Mapping[str, Any], values: dict[str, Any],
+                     origins: dict[str, str], emb_opts: dict[str, Any]) -> None:
+    """Command-line flag values (dotted keys); None means "flag not given"."""
+    for key, val in overrides.items():
+        if val is None:
+            continue
+        if key.startswith("embedder.") and key != "embedder.name":
+            emb_opts[key.split(".", 1)[1]] = val
+            continue
+        if key not in _SCHEMA:
+            raise ConfigError(f"unknown setting `{key}`")
+        values[key] = val
+        origins[key] = "flag"
+
+
 def load_settings(
     config_path: Path | None = None,
     *,
@@ -316,46 +363,11 @@ def load_settings(
     used_path: Path | None = None
     if path.is_file():
         used_path = path
-        text = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-        for top, val in data.items():
-            if isinstance(val, dict):
-                for sub, v in val.items():
-                    key = f"{top}.{sub}"
-                    line = _line_of(text, key)
-                    where = f"{path}:{line}" if line else str(path)
-                    if top == "embedder" and sub != "name":
-                        if not isinstance(v, _EMBEDDER_OPTION_TYPES):
-                            raise ConfigError(f"{where}: `{key}` must be a scalar")
-                        emb_opts[sub] = v
-                        continue
-                    if key not in _SCHEMA:
-                        raise ConfigError(f"{where}: unknown setting `{key}`")
-                    values[key] = _coerce(key, v, where)
-                    origins[key] = f"file {path}"
-            else:
-                line = _line_of(text, top)
-                where = f"{path}:{line}" if line else str(path)
-                if top not in _SCHEMA:
-                    raise ConfigError(f"{where}: unknown setting `{top}`")
-                values[top] = _coerce(top, val, where)
-                origins[top] = f"file {path}"
+        _apply_file(path, values, origins, emb_opts)
     for var, key in _ENV.items():
         if var in env and env[var] != "":
             values[key] = _parse_env(key, env[var])
             origins[key] = f"env {var}"
-    for key, val in (overrides or {}).items():
-        if val is None:
-            continue
-        if key.startswith("embedder.") and key != "embedder.name":
-            emb_opts[key.split(".", 1)[1]] = val
-            continue
-        if key not in _SCHEMA:
-            raise ConfigError(f"unknown setting `{key}`")
-        values[key] = val
-        origins[key] = "flag"
+    _apply_overrides(overrides or {}, values, origins, emb_opts)
     return Settings(values=values, origins=origins, embedder_options=emb_opts,
                     config_path=used_path)

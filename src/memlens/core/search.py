@@ -1,5 +1,6 @@
 """Search over active projections: lexical (FTS5 bm25), vector (sqlite-vec KNN),
-hybrid (reciprocal rank fusion) and a fuzzy "go to document" filter (rapidfuzz).
+hybrid (a selectable fusion of the two: convex, min-max, z-score or reciprocal rank).
+The fuzzy "go to document" filter lives in :class:`memlens.core.types.FilterIndex`.
 
 Only knowledge nodes are searched, and nodes exist only for the active projected
 revision of live documents, so history and pending revisions never show up.
@@ -383,68 +384,92 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     lex = lexical(conn, query, k=n, repository=repository, doc_type=doc_type, snippets=False)
     res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=lex.fts_query)
     res.notes.extend(lex.notes)
-    vec_hits: list[SearchHit] = []
-    if embedder is not None:
-        try:
-            v = vector(conn, query, embedder, k=n, repository=repository, doc_type=doc_type)
-        except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to lexical
-            res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
-                             " showing lexical results only")
-        else:
-            vec_hits = v.hits
-            res.embedder = v.embedder
-            res.notes.extend(v.notes)
-    fused: dict[int, SearchHit] = {}
-    lex_raw: dict[int, float] = {}
-    vec_raw: dict[int, float] = {}
-    lex_rank: dict[int, int] = {}
-    vec_rank: dict[int, int] = {}
-    for rank, h in enumerate(lex.hits, 1):
-        fused[h.node_id] = h
-        h.ranks = {"lexical": rank, "vector": None}
-        h.lexical_match, h.match = True, "lexical"
-        lex_raw[h.node_id], lex_rank[h.node_id] = h.score, rank
-    for rank, h in enumerate(vec_hits, 1):
-        if h.node_id in fused:
-            fused[h.node_id].ranks["vector"] = rank
-        else:
-            h.ranks = {"lexical": None, "vector": rank}
-            h.lexical_match, h.match = False, "semantic"
-            fused[h.node_id] = h
-        vec_raw[h.node_id], vec_rank[h.node_id] = h.score, rank
-    if semantic_min_z is not None and len(vec_raw) >= 2:
-        arr = np.asarray(list(vec_raw.values()), dtype=np.float64)
-        floor = float(arr.mean()) + semantic_min_z * float(arr.std())
-        for nid in [nid for nid in fused if nid not in lex_raw and vec_raw[nid] < floor]:
-            del fused[nid]
-    scores: dict[int, float] = {}
-    if fusion == "convex":
-        lex_max = max(lex_raw.values(), default=0.0) or 1.0
-        for nid in fused:
-            scores[nid] = (lexical_weight * lex_raw.get(nid, 0.0) / lex_max
-                           + vector_weight * max(0.0, vec_raw.get(nid, 0.0)))
-    elif fusion == "rrf":
-        for nid in fused:
-            s = lexical_weight / (rrf_k + lex_rank[nid]) if nid in lex_rank else 0.0
-            if nid in vec_rank:
-                s += vector_weight / (rrf_k + vec_rank[nid])
-            scores[nid] = s
-    else:
-        ln, vn = _normalise(lex_raw, fusion), _normalise(vec_raw, fusion)
-        lmiss = min(ln.values(), default=0.0) if fusion == "zscore" else 0.0
-        vmiss = min(vn.values(), default=0.0) if fusion == "zscore" else 0.0
-        for nid in fused:
-            scores[nid] = (lexical_weight * ln.get(nid, lmiss)
-                           + vector_weight * vn.get(nid, vmiss))
-    order = sorted(fused, key=lambda nid: (-scores[nid], nid))
+    vec_hits = _vector_side(conn, query, embedder, res, k=n, repository=repository,
+                            doc_type=doc_type)
+    pool = _Pool.merge(lex.hits, vec_hits)
+    if semantic_min_z is not None:
+        pool.drop_weak_semantic(semantic_min_z)
+    scores = pool.scores(fusion, lexical_weight, vector_weight, rrf_k)
     ranked = []
-    for nid in order:
-        h = fused[nid]
+    for nid in sorted(pool.fused, key=lambda nid: (-scores[nid], nid)):
+        h = pool.fused[nid]
         h.score = round(scores[nid], 8)
         ranked.append(h)
     res.hits = diversify(ranked, per_document)[:k]
     attach_snippets(conn, lex.fts_query, res.hits)
     return res
+
+
+def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
+                 res: SearchResult, *, k: int, repository: str | None,
+                 doc_type: str | None) -> list[SearchHit]:
+    """Vector candidates for hybrid search; an embedder failure becomes a note on
+    ``res`` and no candidates (lexical results still answer)."""
+    if embedder is None:
+        return []
+    try:
+        v = vector(conn, query, embedder, k=k, repository=repository, doc_type=doc_type)
+    except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to lexical
+        res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
+                         " showing lexical results only")
+        return []
+    res.embedder = v.embedder
+    res.notes.extend(v.notes)
+    return v.hits
+
+
+@dataclass
+class _Pool:
+    """The union of lexical and vector candidates of one hybrid query."""
+
+    fused: dict[int, SearchHit] = field(default_factory=dict)
+    lex_raw: dict[int, float] = field(default_factory=dict)
+    vec_raw: dict[int, float] = field(default_factory=dict)
+    lex_rank: dict[int, int] = field(default_factory=dict)
+    vec_rank: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def merge(cls, lex_hits: Sequence[SearchHit], vec_hits: Sequence[SearchHit]) -> _Pool:
+        pool = cls()
+        for rank, h in enumerate(lex_hits, 1):
+            pool.fused[h.node_id] = h
+            h.ranks = {"lexical": rank, "vector": None}
+            h.lexical_match, h.match = True, "lexical"
+            pool.lex_raw[h.node_id], pool.lex_rank[h.node_id] = h.score, rank
+        for rank, h in enumerate(vec_hits, 1):
+            if h.node_id in pool.fused:
+                pool.fused[h.node_id].ranks["vector"] = rank
+            else:
+                h.ranks = {"lexical": None, "vector": rank}
+                h.lexical_match, h.match = False, "semantic"
+                pool.fused[h.node_id] = h
+            pool.vec_raw[h.node_id], pool.vec_rank[h.node_id] = h.score, rank
+        return pool
+
+    def drop_weak_semantic(self, min_z: float) -> None:
+        """Drop semantic-only candidates whose cosine is below mean + min_z * std."""
+        if len(self.vec_raw) < 2:
+            return
+        arr = np.asarray(list(self.vec_raw.values()), dtype=np.float64)
+        floor = float(arr.mean()) + min_z * float(arr.std())
+        for nid in [nid for nid in self.fused
+                    if nid not in self.lex_raw and self.vec_raw[nid] < floor]:
+            del self.fused[nid]
+
+    def scores(self, fusion: str, lw: float, vw: float, rrf_k: float) -> dict[int, float]:
+        """The fused score of every candidate."""
+        if fusion == "convex":
+            lex_max = max(self.lex_raw.values(), default=0.0) or 1.0
+            return {nid: lw * self.lex_raw.get(nid, 0.0) / lex_max
+                    + vw * max(0.0, self.vec_raw.get(nid, 0.0)) for nid in self.fused}
+        if fusion == "rrf":
+            return {nid: (lw / (rrf_k + self.lex_rank[nid]) if nid in self.lex_rank else 0.0)
+                    + (vw / (rrf_k + self.vec_rank[nid]) if nid in self.vec_rank else 0.0)
+                    for nid in self.fused}
+        ln, vn = _normalise(self.lex_raw, fusion), _normalise(self.vec_raw, fusion)
+        lmiss = min(ln.values(), default=0.0) if fusion == "zscore" else 0.0
+        vmiss = min(vn.values(), default=0.0) if fusion == "zscore" else 0.0
+        return {nid: lw * ln.get(nid, lmiss) + vw * vn.get(nid, vmiss) for nid in self.fused}
 
 
 def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
@@ -478,24 +503,3 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
                   per_document=per_document, **(fusion_options or {}))
-
-
-def fuzzy_documents(docs: Sequence[dict[str, Any]], text: str, *, limit: int = 50,
-                    cutoff: float = 45.0) -> list[tuple[dict[str, Any], float]]:
-    """Rank documents by fuzzy match of repository, path, headings and front-matter name.
-
-    Each doc dict needs ``repository``, ``path`` and optionally ``name`` and
-    ``headings`` (list of str).
-    """
-    from rapidfuzz import fuzz, process, utils
-
-    if not text.strip():
-        return [(d, 100.0) for d in docs[:limit]]
-    choices = [
-        " ".join([d.get("repository", ""), d.get("path", ""), d.get("name") or "",
-                  " ".join(d.get("headings") or [])])
-        for d in docs
-    ]
-    found = process.extract(text, choices, scorer=fuzz.WRatio, processor=utils.default_process,
-                            limit=limit, score_cutoff=cutoff)
-    return [(docs[i], float(score)) for _, score, i in found]

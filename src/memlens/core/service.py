@@ -287,11 +287,8 @@ class MemoryService:
     def filter_documents(self, text: str, *, include_tombstoned: bool = False,
                          limit: int = 200) -> list[tuple[DocumentSummary, float]]:
         """Fuzzy "go to document" over repository, path, headings and front-matter name."""
-        docs = self.list_documents(include_tombstoned=include_tombstoned, with_headings=True)
-        dicts = [{"repository": d.repository, "path": d.path, "name": d.name,
-                  "headings": d.headings, "_doc": d} for d in docs]
-        found = search_mod.fuzzy_documents(dicts, text, limit=limit)
-        return [(f["_doc"], score) for f, score in found]
+        return self.build_filter_index(include_tombstoned=include_tombstoned).filter(
+            text, limit=limit)
 
     def locate(self, repository: str | None, path: str) -> DocumentDetail | None:
         """Document detail by repository and logical path (repository may be omitted

@@ -248,7 +248,7 @@ class FilterIndex:
     :meth:`MemoryService.filter_documents` re-reads every document and every
     heading on each call; a UI filtering as the user types builds this once per
     data change (:meth:`MemoryService.build_filter_index`) and then only runs
-    rapidfuzz. The ranking is the one of :func:`memlens.core.search.fuzzy_documents`
+    rapidfuzz; it is the only implementation of the filter. The ranking is
     (WRatio over repository, path, front-matter name and headings, default
     processing, cutoff 45); the scan runs in slices so a thread doing it gives
     the interpreter lock back between slices.
