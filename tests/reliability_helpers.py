@@ -405,15 +405,15 @@ class _FaultFile(apsw.VFSFile):
         self._fname = name.filename() if isinstance(name, apsw.URIFilename) else str(name)
         super().__init__("", name, flags)
 
-    def xRead(self, amount: int, offset: int) -> bytes:  # noqa: N802 - APSW names
+    def xRead(self, amount: int, offset: int) -> bytes:
         self._plan.tick("xRead", self._fname)
         return super().xRead(amount, offset)
 
-    def xWrite(self, data: bytes, offset: int) -> None:  # noqa: N802
+    def xWrite(self, data: bytes, offset: int) -> None:
         self._plan.tick("xWrite", self._fname)
         super().xWrite(data, offset)
 
-    def xSync(self, flags: int) -> None:  # noqa: N802
+    def xSync(self, flags: int) -> None:
         self._plan.tick("xSync", self._fname)
         super().xSync(flags)
 
@@ -426,7 +426,7 @@ class FaultVFS(apsw.VFS):
         self.vfs_name = name
         super().__init__(name, "")
 
-    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:  # noqa: N802
+    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:
         return _FaultFile(self.plan, name, flags)
 
 

@@ -61,7 +61,7 @@ def _make_handler(state: FakeEmbeddingServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean
 
         def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -76,7 +76,7 @@ def _make_handler(state: FakeEmbeddingServer) -> type[BaseHTTPRequestHandler]:
         def _json(self, code: int, doc: object, headers: dict[str, str] | None = None) -> None:
             self._send(code, json.dumps(doc).encode("utf-8"), headers)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             raw = self.rfile.read(length)
             mode = state.next_mode()

@@ -102,7 +102,7 @@ def test_fault_hook_is_cleared(tmp_path: Path) -> None:
     """A raised fault never leaves the hook installed (later tests run clean)."""
     sc = _scenario("initial", tmp_path)
     H.run_hook_scenario(sc, tmp_path, only=[1])
-    assert faults._global_hook is None  # noqa: SLF001 - the module's own state
+    assert faults._global_hook is None  # the module's own state
     assert faults.vfs_name() is None
 
 

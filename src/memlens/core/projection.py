@@ -295,7 +295,7 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
             faults.checkpoint("projection.swap")
         return ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
                                  embedded=len(cache_rows), cached=cached)
-    except Exception as exc:  # noqa: BLE001 - every failure is recorded, none escapes
+    except Exception as exc:  # every failure is recorded, none escapes
         msg = _describe(exc)
         return _record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
                                fingerprint)

@@ -409,7 +409,7 @@ def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
         return []
     try:
         v = vector(conn, query, embedder, k=k, repository=repository, doc_type=doc_type)
-    except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to lexical
+    except Exception as exc:  # any embedder failure degrades to lexical
         res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
                          " showing lexical results only")
         return []

@@ -174,8 +174,8 @@ class TimelineView(Vertical):
             if prev["diff_truncated"]:
                 lines.append(("(diff truncated)\n", "$text-warning"))
             if not diff.strip():
-                lines.append(("the file was deleted; its last content is in the snapshot of the "
-                              "revision before\n" if r["change_kind"] == "delete"
+                lines.append(("the file was deleted; no diff is stored (it was empty, or "
+                              "retention pruned that history)\n" if r["change_kind"] == "delete"
                               else "no content change (same text)\n", "$text-muted"))
             detail = Content.assemble(*lines) + diff_content(diff)
         self.query_one("#revision-text", Static).update(detail)
