@@ -66,7 +66,7 @@ def test_typed_settings_match_dotted_keys(tmp_path: Path) -> None:
     cfg.write_text("[chunker]\nmax_tokens = 123\n[watch]\nenabled = false\n"
                    "[embedder]\nname = \"hashing\"\ndim = 32\n", encoding="utf-8")
     s = load_settings(cfg, env={"MEMLENS_MAX_REVISIONS": "7"})
-    assert s.chunker.max_tokens == s.get("chunker.max_tokens") == 123
+    assert s.chunker.max_tokens == s.values["chunker.max_tokens"] == 123
     assert s.watch.enabled is False and s.retention.max_revisions == 7
     assert s.embedder.name == "hashing" and dict(s.embedder.options) == {"dim": 32}
     assert s.projection.retry_base_seconds == 5.0

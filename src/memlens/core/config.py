@@ -148,17 +148,14 @@ class Settings:
     """Effective settings plus the origin of each value.
 
     Read values through the typed sections (``settings.chunker.max_tokens``,
-    ``settings.watch.enabled``, ...); :meth:`get` remains for dotted-key access.
+    ``settings.watch.enabled``, ...); ``values``/``origins`` (dotted keys) exist
+    for ``memlens config`` to print where each value came from.
     """
 
     values: dict[str, Any]
     origins: dict[str, str]
     embedder_options: dict[str, Any] = field(default_factory=dict)
     config_path: Path | None = None
-
-    def get(self, key: str) -> Any:
-        """Return an effective value by dotted key."""
-        return self.values[key]
 
     @property
     def db_path(self) -> Path:
