@@ -116,13 +116,12 @@ from .redact_rules import (
     Finding,
     RedactionResult,
     _Candidate,
-    _scan_folded,
     _scan_pem,
-    _scan_random,
     _scan_tokens,
     _scan_url_passwords,
     marker,
 )
+from .redact_scan import _scan_folded, _scan_random
 
 __all__ = [
     "KINDS",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import re
 from abc import ABC, abstractmethod
@@ -172,6 +173,24 @@ def l2_normalize(matrix: npt.ArrayLike) -> FloatArray:
 
 def _short_digest(text: str, n: int = 12) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def _prefix_tag(document_prefix: str, query_prefix: str) -> str:
+    """The fingerprint part naming the text prefixes: ``:prefix=<digest>``, or "" if none."""
+    if not (query_prefix or document_prefix):
+        return ""
+    return f":prefix={_short_digest(document_prefix + chr(0) + query_prefix, 8)}"
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
 
 
 def _allow_download_default() -> bool:
@@ -414,3 +433,38 @@ class BaseEmbedder(ABC):
         return f"<{type(self).__name__} name={self.name!r} model={self.model!r}>"
 
 
+class _LocalModelEmbedder(BaseEmbedder):
+    """A model loaded from a local folder: a fixed dimension and a digest of its files.
+
+    Subclasses call :meth:`_set_model_folder` once the model is loaded; the digest
+    identifies the model, so moving the folder keeps the fingerprint and replacing
+    the weights changes it.
+    """
+
+    _folder: Path
+    _dim: int
+    _max_length: int | None
+    _digest: str
+    _size: int
+
+    def _set_model_folder(self, folder: Path, *, dim: int, max_length: int | None) -> None:
+        self._folder = folder
+        self._dim = dim
+        self._max_length = max_length
+        self._digest, self._size = _folder_digest(folder)
+
+    @property
+    def dim(self) -> int:
+        """Model dimension."""
+        return self._dim
+
+    def _fingerprint_head(self) -> str:
+        """``<name>:v<version>:dim=...:sha256=...:maxlen=...``: what every folder model shares."""
+        return (
+            f"{self.name}:v{self.version}:dim={self._dim}:sha256={self._digest}"
+            f":maxlen={self._max_length}"
+        )
+
+    def _failed(self, exc: Exception) -> EmbeddingError:
+        """The error for an exception the model's library raised while encoding."""
+        return EmbeddingError(f"the {self.name} embedder failed: {type(exc).__name__}: {exc}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,11 +12,11 @@ import numpy.typing as npt
 from .base import (
     _EXTRA_MODEL2VEC,
     STATIC_MODEL_NAME,
-    BaseEmbedder,
     EmbedderUnavailable,
-    EmbeddingError,
-    _folder_digest,
+    _dist_version,
     _hf_offline,
+    _LocalModelEmbedder,
+    _major_minor,
     batched,
 )
 
@@ -36,18 +35,7 @@ def _import_model2vec(purpose: str) -> Any:
     return StaticModel
 
 
-def _dist_version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def _major_minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
-class Model2VecEmbedder(BaseEmbedder):
+class Model2VecEmbedder(_LocalModelEmbedder):
     """A model2vec static embedding model loaded from a local folder.
 
     Static models embed a text as the (weighted) mean of per-token vectors: fast on
@@ -95,21 +83,13 @@ class Model2VecEmbedder(BaseEmbedder):
         self.name = name
         generic = folder.name in {"model", "models", "snapshot"}
         self.model = model or (f"{folder.parent.name}/{folder.name}" if generic else folder.name)
-        self._folder = folder
         self._source = source
         self._batch_size = batch_size
         self._model = loaded
-        self._dim = int(loaded.dim)
-        self._max_length = loaded.max_length
         self._normalize = bool(loaded.normalize)
         self._lib_version = _dist_version("model2vec")
-        self._digest, self._size = _folder_digest(folder)
+        self._set_model_folder(folder, dim=int(loaded.dim), max_length=loaded.max_length)
         self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        """Model dimension."""
-        return self._dim
 
     def fingerprint(self) -> str:
         """Return e.g. ``model2vec:v1:dim=64:sha256=...:maxlen=512:lib=model2vec-0.10``.
@@ -117,10 +97,7 @@ class Model2VecEmbedder(BaseEmbedder):
         The model is identified by a digest of its files, so moving the folder keeps
         the fingerprint and replacing the weights changes it.
         """
-        return (
-            f"{self.name}:v{self.version}:dim={self._dim}:sha256={self._digest}"
-            f":maxlen={self._max_length}:lib=model2vec-{_major_minor(self._lib_version)}"
-        )
+        return f"{self._fingerprint_head()}:lib=model2vec-{_major_minor(self._lib_version)}"
 
     def _extra_info(self) -> dict[str, object]:
         return {
@@ -144,11 +121,11 @@ class Model2VecEmbedder(BaseEmbedder):
                     batch_size=self._batch_size,
                 )
         except Exception as exc:
-            raise EmbeddingError(f"the {self.name} embedder failed: {type(exc).__name__}: {exc}") from exc
+            raise self._failed(exc) from exc
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self._dim)
 
 
-class StaticEmbedder(BaseEmbedder):
+class StaticEmbedder(_LocalModelEmbedder):
     """The distilled static model shipped inside memlens (``models/memlens-static-minilm``).
 
     Loaded with memlens' own torch-free loader (:mod:`memlens.core.static_model`:
@@ -188,23 +165,12 @@ class StaticEmbedder(BaseEmbedder):
                 f"the shipped static model cannot be loaded: {type(exc).__name__}: {exc}"
             ) from None
         self._model = loaded
-        self._folder = folder
         self._batch_size = batch_size
-        self._dim = int(loaded.dim)
-        self._max_length = loaded.max_length
-        self._digest, self._size = _folder_digest(folder)
-
-    @property
-    def dim(self) -> int:
-        """Model dimension."""
-        return self._dim
+        self._set_model_folder(folder, dim=int(loaded.dim), max_length=loaded.max_length)
 
     def fingerprint(self) -> str:
         """Return e.g. ``static:v1:dim=256:sha256=...:maxlen=512:loader=memlens``."""
-        return (
-            f"static:v{self.version}:dim={self._dim}:sha256={self._digest}"
-            f":maxlen={self._max_length}:loader=memlens"
-        )
+        return f"{self._fingerprint_head()}:loader=memlens"
 
     def _extra_info(self) -> dict[str, object]:
         details: dict[str, object] = {
@@ -225,7 +191,7 @@ class StaticEmbedder(BaseEmbedder):
         try:
             parts = [self._model.encode(batch) for batch in batched(texts, self._batch_size)]
         except Exception as exc:
-            raise EmbeddingError(f"the static embedder failed: {type(exc).__name__}: {exc}") from exc
+            raise self._failed(exc) from exc
         return np.vstack(parts)
 
 

@@ -25,7 +25,7 @@ from .base import (
     BaseEmbedder,
     EmbedderConfigError,
     EmbeddingError,
-    _short_digest,
+    _prefix_tag,
     batched,
 )
 
@@ -64,6 +64,81 @@ def _parse_retry_after(value: str | None, now: float | None = None) -> float | N
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)
+
+
+def _split_base_url(base_url: str) -> urllib.parse.SplitResult:
+    parsed = urllib.parse.urlsplit(base_url.strip())
+    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+        raise EmbedderConfigError(
+            f"openai embedder: base_url must be an http(s) URL such as "
+            f"http://127.0.0.1:11434/v1, got {base_url!r}"
+        )
+    return parsed
+
+
+def _check_options(
+    *, model: str, dim: int | None, timeout: float, max_retries: int, batch_size: int
+) -> None:
+    if not model.strip():
+        raise EmbedderConfigError("openai embedder: option 'model' must not be empty")
+    if dim is not None and dim <= 0:
+        raise EmbedderConfigError(f"openai embedder: dim must be positive, got {dim}")
+    if not timeout > 0:
+        raise EmbedderConfigError(f"openai embedder: timeout must be positive, got {timeout}")
+    if max_retries < 0:
+        raise EmbedderConfigError(f"openai embedder: max_retries must be 0 or more, got {max_retries}")
+    if batch_size < 1:
+        raise EmbedderConfigError(f"openai embedder: batch_size must be at least 1, got {batch_size}")
+
+
+def _netloc(parsed: urllib.parse.SplitResult, base_url: str) -> str:
+    """Host and port of ``parsed``, without the credentials."""
+    try:
+        port = f":{parsed.port}" if parsed.port else ""
+    except ValueError:
+        raise EmbedderConfigError(
+            f"openai embedder: base_url has an invalid port: {base_url!r}"
+        ) from None
+    host = parsed.hostname or ""
+    return (f"[{host}]" if ":" in host else host) + port
+
+
+def _basic_auth(parsed: urllib.parse.SplitResult) -> str | None:
+    """The Basic auth credentials (base64) given in the URL, if any."""
+    if parsed.username is None:
+        return None
+    user = urllib.parse.unquote(parsed.username)
+    password = urllib.parse.unquote(parsed.password or "")
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+class _Retryable(Exception):
+    """One attempt failed in a way a retry may fix (raised and caught inside the embedder)."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.retry_after = retry_after
+
+
+def _error_excerpt(exc: urllib.error.HTTPError) -> str:
+    """The start of an HTTP error body, on one line (empty if it cannot be read)."""
+    try:
+        excerpt = exc.read(2000).decode("utf-8", "replace")
+    except Exception:
+        excerpt = ""
+    finally:
+        exc.close()
+    return " ".join(excerpt.split())[:300]
+
+
+def _rejection_hint(code: int) -> str:
+    """What to check when the server rejects a request with ``code``."""
+    if code in (401, 403):
+        return "; check the API key (option api_key, or MEMLENS_OPENAI_API_KEY / OPENAI_API_KEY)"
+    if code == 404:
+        return "; check base_url (usually ending in /v1) and the model name"
+    return ""
 
 
 class OpenAICompatibleEmbedder(BaseEmbedder):
@@ -126,39 +201,17 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
         Raises:
             EmbedderConfigError: If an argument is invalid.
         """
-        parsed = urllib.parse.urlsplit(base_url.strip())
-        if parsed.scheme not in {"http", "https"} or not parsed.hostname:
-            raise EmbedderConfigError(
-                f"openai embedder: base_url must be an http(s) URL such as "
-                f"http://127.0.0.1:11434/v1, got {base_url!r}"
-            )
-        if not model.strip():
-            raise EmbedderConfigError("openai embedder: option 'model' must not be empty")
-        if dim is not None and dim <= 0:
-            raise EmbedderConfigError(f"openai embedder: dim must be positive, got {dim}")
-        if not timeout > 0:
-            raise EmbedderConfigError(f"openai embedder: timeout must be positive, got {timeout}")
-        if max_retries < 0:
-            raise EmbedderConfigError(f"openai embedder: max_retries must be 0 or more, got {max_retries}")
-        if batch_size < 1:
-            raise EmbedderConfigError(f"openai embedder: batch_size must be at least 1, got {batch_size}")
+        parsed = _split_base_url(base_url)
+        _check_options(
+            model=model, dim=dim, timeout=timeout, max_retries=max_retries, batch_size=batch_size
+        )
         path = parsed.path.rstrip("/")
         if not path.endswith("/embeddings"):
             path = path + "/embeddings"
-        try:
-            port = f":{parsed.port}" if parsed.port else ""
-        except ValueError:
-            raise EmbedderConfigError(
-                f"openai embedder: base_url has an invalid port: {base_url!r}"
-            ) from None
         host = parsed.hostname or ""
-        netloc = (f"[{host}]" if ":" in host else host) + port
+        netloc = _netloc(parsed, base_url)
         # Credentials in the URL become a Basic auth header; they never appear in messages.
-        self._basic_auth: str | None = None
-        if parsed.username is not None:
-            user = urllib.parse.unquote(parsed.username)
-            password = urllib.parse.unquote(parsed.password or "")
-            self._basic_auth = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        self._basic_auth = _basic_auth(parsed)
         self._secrets = [x for x in (api_key, parsed.password) if x]
         self._url = urllib.parse.urlunsplit((parsed.scheme, netloc, path, parsed.query, ""))
         # For messages: no credentials, no query string.
@@ -206,9 +259,7 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
     def fingerprint(self) -> str:
         """Return e.g. ``openai:v1:model=nomic-embed-text:dim=768``."""
         fp = f"openai:v{self.version}:model={self.model}:dim={self.dim}"
-        if self._query_prefix or self._document_prefix:
-            fp += f":prefix={_short_digest(self._document_prefix + chr(0) + self._query_prefix, 8)}"
-        return fp
+        return fp + _prefix_tag(self._document_prefix, self._query_prefix)
 
     def _extra_info(self) -> dict[str, object]:
         return {
@@ -270,7 +321,7 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
         ceiling = min(self._max_backoff, self._backoff_base * (2.0**attempt))
         return self._rng.uniform(ceiling / 2.0, ceiling)
 
-    def _post(self, payload: bytes) -> bytes:
+    def _headers(self) -> dict[str, str]:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
@@ -280,62 +331,65 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
             headers["Authorization"] = f"Bearer {self._api_key}"
         elif self._basic_auth:
             headers["Authorization"] = f"Basic {self._basic_auth}"
+        return headers
+
+    def _post(self, payload: bytes) -> bytes:
+        headers = self._headers()
         attempts = self._max_retries + 1
         problem = "no attempt made"
         for attempt in range(attempts):
-            retry_after: float | None = None
             request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
             self.requests_made += 1
             try:
-                with self._opener.open(request, timeout=self._timeout) as response:
-                    body: bytes = response.read(_MAX_RESPONSE_BYTES + 1)
-                if len(body) > _MAX_RESPONSE_BYTES:
-                    raise self._fail(f"response larger than {_MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
-                return body
-            except urllib.error.HTTPError as exc:
-                code = exc.code
-                reason = exc.reason if isinstance(exc.reason, str) else ""
-                try:
-                    excerpt = exc.read(2000).decode("utf-8", "replace")
-                except Exception:
-                    excerpt = ""
-                finally:
-                    exc.close()
-                excerpt = " ".join(excerpt.split())[:300]
-                status = f"HTTP {code} {reason}".rstrip()
-                if code in _RETRY_STATUS or 500 <= code <= 599:
-                    problem = status + (f" ({excerpt})" if excerpt else "")
-                    retry_after = _parse_retry_after(exc.headers.get("Retry-After"))
-                else:
-                    hint = ""
-                    if code in (401, 403):
-                        hint = (
-                            "; check the API key (option api_key, or MEMLENS_OPENAI_API_KEY / OPENAI_API_KEY)"
-                        )
-                    elif code == 404:
-                        hint = "; check base_url (usually ending in /v1) and the model name"
-                    detail = f": {excerpt}" if excerpt else ""
-                    raise self._fail(f"request rejected with {status}{detail}{hint}") from None
-            except TimeoutError:
-                problem = f"timed out after {self._timeout:g} s"
-            except urllib.error.URLError as exc:
-                reason_obj = exc.reason
-                if isinstance(reason_obj, TimeoutError):
-                    problem = f"timed out after {self._timeout:g} s"
-                elif isinstance(reason_obj, ConnectionRefusedError):
-                    problem = "connection refused (is the server running?)"
-                else:
-                    problem = f"cannot connect ({reason_obj})"
-            except ValueError as exc:  # e.g. a control character in a header value
-                raise self._fail(f"invalid request: {exc}") from None
-            except ConnectionRefusedError:
-                problem = "connection refused (is the server running?)"
-            except (ConnectionError, http.client.HTTPException, OSError) as exc:
-                problem = f"connection failed ({type(exc).__name__}: {exc})"
+                return self._send(request)
+            except _Retryable as retry:
+                problem, retry_after = retry.problem, retry.retry_after
             if attempt + 1 < attempts:
                 self._sleep(self._backoff(attempt, retry_after))
         tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
         raise self._fail(f"failed after {tries}: {problem}", transient=True)
+
+    def _send(self, request: urllib.request.Request) -> bytes:
+        """Make one request; return the body, or raise `_Retryable` or a final `EmbeddingError`."""
+        try:
+            with self._opener.open(request, timeout=self._timeout) as response:
+                body: bytes = response.read(_MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            raise self._http_error(exc) from None
+        except TimeoutError:
+            raise _Retryable(f"timed out after {self._timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            raise _Retryable(self._url_error_problem(exc.reason)) from None
+        except ValueError as exc:  # e.g. a control character in a header value
+            raise self._fail(f"invalid request: {exc}") from None
+        except ConnectionRefusedError:
+            raise _Retryable("connection refused (is the server running?)") from None
+        except (ConnectionError, http.client.HTTPException, OSError) as exc:
+            raise _Retryable(f"connection failed ({type(exc).__name__}: {exc})") from None
+        if len(body) > _MAX_RESPONSE_BYTES:
+            raise self._fail(f"response larger than {_MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
+        return body
+
+    def _url_error_problem(self, reason: object) -> str:
+        if isinstance(reason, TimeoutError):
+            return f"timed out after {self._timeout:g} s"
+        if isinstance(reason, ConnectionRefusedError):
+            return "connection refused (is the server running?)"
+        return f"cannot connect ({reason})"
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> Exception:
+        """A `_Retryable` for HTTP 408/429/5xx, else the `EmbeddingError` to raise at once."""
+        code = exc.code
+        reason = exc.reason if isinstance(exc.reason, str) else ""
+        excerpt = _error_excerpt(exc)
+        status = f"HTTP {code} {reason}".rstrip()
+        if code in _RETRY_STATUS or 500 <= code <= 599:
+            return _Retryable(
+                status + (f" ({excerpt})" if excerpt else ""),
+                _parse_retry_after(exc.headers.get("Retry-After")),
+            )
+        detail = f": {excerpt}" if excerpt else ""
+        return self._fail(f"request rejected with {status}{detail}{_rejection_hint(code)}")
 
     def _request_batch(self, texts: list[str]) -> npt.NDArray[np.float64]:
         payload = json.dumps(
@@ -346,6 +400,19 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
         return self._parse(body, len(texts))
 
     def _parse(self, body: bytes, expected: int) -> npt.NDArray[np.float64]:
+        data = self._data_list(body, expected)
+        vectors: list[list[float] | None] = [None] * expected
+        for pos, item in enumerate(data):
+            index, emb = self._parse_item(pos, item, vectors)
+            vectors[index] = emb
+        self._check_dim({len(v) for v in vectors if v is not None})
+        matrix = np.asarray(vectors, dtype=np.float64)
+        if not np.all(np.isfinite(matrix)):
+            raise self._fail("returned non-finite numbers")
+        return matrix
+
+    def _data_list(self, body: bytes, expected: int) -> list[Any]:
+        """The response's ``data`` list, checked to hold ``expected`` items."""
         try:
             doc = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -359,23 +426,29 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
             raise self._fail("response has no 'data' list")
         if len(data) != expected:
             raise self._fail(f"returned {len(data)} embeddings for {expected} inputs")
-        vectors: list[list[float] | None] = [None] * expected
-        for pos, item in enumerate(data):
-            if not isinstance(item, dict):
-                raise self._fail(f"data[{pos}] is not an object")
-            index = item.get("index", pos)
-            if isinstance(index, bool) or not isinstance(index, int):
-                raise self._fail(f"data[{pos}].index is not an integer")
-            if not 0 <= index < expected or vectors[index] is not None:
-                raise self._fail(f"data[{pos}].index {index} is out of range or repeated")
-            emb = item.get("embedding")
-            if not isinstance(emb, list) or not emb:
-                raise self._fail(f"data[{pos}].embedding is not a non-empty list of numbers")
-            for value in emb:
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise self._fail(f"data[{pos}].embedding contains a non-number")
-            vectors[index] = emb
-        lengths = {len(v) for v in vectors if v is not None}
+        return data
+
+    def _parse_item(
+        self, pos: int, item: object, vectors: list[list[float] | None]
+    ) -> tuple[int, list[float]]:
+        """Validate ``data[pos]``; return its index and its embedding."""
+        if not isinstance(item, dict):
+            raise self._fail(f"data[{pos}] is not an object")
+        index = item.get("index", pos)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise self._fail(f"data[{pos}].index is not an integer")
+        if not 0 <= index < len(vectors) or vectors[index] is not None:
+            raise self._fail(f"data[{pos}].index {index} is out of range or repeated")
+        emb = item.get("embedding")
+        if not isinstance(emb, list) or not emb:
+            raise self._fail(f"data[{pos}].embedding is not a non-empty list of numbers")
+        for value in emb:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._fail(f"data[{pos}].embedding contains a non-number")
+        return index, emb
+
+    def _check_dim(self, lengths: set[int]) -> None:
+        """Fix the dimension on first use, and check every later answer against it."""
         if len(lengths) != 1:
             raise self._fail(f"returned embeddings of different lengths {sorted(lengths)}")
         (length,) = lengths
@@ -385,9 +458,3 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
         if length != self._dim:
             origin = "configured" if self._dim_configured else "discovered"
             raise self._fail(f"returned {length}-dimensional embeddings, expected {self._dim} ({origin} dim)")
-        matrix = np.asarray(vectors, dtype=np.float64)
-        if not np.all(np.isfinite(matrix)):
-            raise self._fail("returned non-finite numbers")
-        return matrix
-
-

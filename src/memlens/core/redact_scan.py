@@ -1,0 +1,407 @@
+"""Context detectors of `memlens.core.redact`: headers, assignments, flags, fallbacks.
+
+Split out of `memlens.core.redact_rules` (the marker, the value heuristics, the
+token rule table and the PEM/URL detectors stay there). These detectors scan a
+lowercased copy of the text (`_scan_folded`) or look for long random tokens of
+an unknown family (`_scan_random`). Each appends candidate spans
+``(start, end, priority, kind)``; `memlens.core.redact` merges and renders them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import re
+import sys
+from collections.abc import Sequence
+
+from .redact_rules import (
+    _CODE_REF_RE,
+    _PATH_RE,
+    _PRIO_GENERIC,
+    _PRIO_HEADER,
+    _PRIO_SPECIFIC_ASSIGN,
+    _PROSE_WORD_RE,
+    _SHORT_HEX_ID_RE,
+    _WORD_,
+    _Candidate,
+    _entropy,
+    _is_placeholder,
+    _looks_random,
+    _token_body_ok,
+)
+
+# Detectors that run on the lowercased text --------------------------------------
+# Case-insensitive scanning with re.IGNORECASE is several times slower than a
+# case-sensitive scan of a lowercased copy. The copy has the same length, so
+# spans map 1:1 and values are read back from the original text.
+
+_AWS_SECRET = re.compile(
+    r"secret[_\-.]?(?:access[_\-.]?)?key[\"'`]?\]?[ \t]{0,16}+(?::=|=>|=|:)[ \t]{0,16}+[\"'`]?"
+    r"(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])"
+)
+_BEARER = re.compile(r"bearer[ \t]++(?P<v>[a-z0-9._~+/=\-]{8,}+)")
+_BASIC = re.compile(r"basic[ \t]++(?P<v>[a-z0-9+/]{8,}+={0,2})(?![a-z0-9+/=])")
+_AUTH_HEADER = re.compile(
+    r"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:token|key|apikey|api-key|sso-key|ssws)[ \t]++"
+    r"(?P<v>[^\s\"',;]{8,}+)"
+)
+_CLI_FLAG = re.compile(
+    r"--(?P<key>password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token"
+    r"|access-token)[ \t]++(?:\"(?P<dq>[^\"\r\n]{1,1024}+)\"|'(?P<sq>[^'\r\n]{1,1024}+)'"
+    r"|(?P<uq>[^\s\"'`-][^\s\"'`]{0,1023}+))"
+)
+_NETRC = re.compile(
+    r"login[ \t]++[^\s]{1,256}+[ \t]++password[ \t]++(?P<v>[^\s]{1,256}+)"
+)
+_CURL_USER = re.compile(
+    r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?[^\s:\"']{1,256}+:(?P<v>[^\s\"']{1,256}+)"
+)
+# Generic assignments. The pattern is anchored on a few keyword cores (password,
+# secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
+# keeps the scan fast; a bare "key" counts only right after one of these
+# prefixes (optionally joined by "_", "-", "." or a space): api_key, apiKey,
+# x-api-key, secret_key, AccountKey, ... (fixed-width look-behinds).
+_KEY_PREFIXES = (
+    "api",
+    "access",
+    "private",
+    "secret",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "client",
+    "app",
+    "auth",
+    "license",
+    "service",
+    "sharedaccess",
+)
+_AZURE_KEY_PREFIXES = ("account", "sharedaccess")
+_KEY_AFTER_PREFIX = "|".join(
+    f"(?<={p}key)|(?<={p}[_.\\-\\ ]key)" for p in _KEY_PREFIXES
+)
+_ASSIGN = re.compile(
+    r"""
+    (?P<key>
+        password | passwd | passphrase
+      | pass (?<= [_.\-] pass )   # DB_PASS, smtp-pass; not a bare "PASS:" in test logs
+      | pwd (?<! [a-z0-9] pwd )
+      | secret_key_base | secret | token
+      | key (?: KEY_AFTER_PREFIX )
+      | sig (?: nature )?         # only as a URL query parameter
+    )
+    (?: ["'`] \]? | \] | \*{1,2} | __ )?
+    (?:
+        (?: [\ \t]* \( [^()\r\n]{0,40} \) )?
+        [\ \t]{0,16}+
+        (?P<op> := | => | == | = | :(?!:) )
+        [\ \t]{0,16}+
+        (?: \*\* | __ )?
+        [\ \t]{0,16}+
+        (?:
+            " (?P<dq> (?: [^"\\\r\n] | \\. ){1,4096}+ ) "
+          | ' (?P<sq> (?: [^'\\\r\n] | \\. ){1,4096}+ ) '
+          | ` (?P<bq> [^`\r\n]{1,4096}+ ) `
+          | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096}+ )
+        )
+      # prose: 'the password is `hunter2`', 'API key "..."' (quoted values only)
+      | (?: [\ \t]++ (?: is | was ) )? [\ \t]++
+        (?: ` (?P<pbq> [^`\r\n]{1,256}+ ) ` | " (?P<pdq> [^"\r\n]{1,256}+ ) " )
+    )
+    """.replace("KEY_AFTER_PREFIX", _KEY_AFTER_PREFIX),
+    re.VERBOSE,
+)
+_PASSWORD_KEYS = ("pass", "pwd")
+# Prose form with an unquoted value: 'the password is hunter2!'.
+_PROSE_IS = re.compile(r"(?:password|passwd|passphrase)[ \t]++is[ \t]++(?P<uq>[^\s\"'`]{6,256}+)")
+# Passwords given to well-known commands with a short "-p" flag: the regex finds
+# " -p", then the text before it on the line must name one of these commands.
+_DASH_P = re.compile(r"-p(?<=[ \t]-p)(?P<sp>[ \t]*+)[\"']?(?P<v>[^\s\"'`-][^\s\"'`]{0,255}+)")
+_GLUED_P_COMMANDS = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|sshpass)\b")
+_SPACED_P_COMMANDS = re.compile(
+    r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]++(?:registry[ \t]++)?login|sshpass)\b"
+)
+_COOKIE = re.compile(r"cookie[ \t]*+:[ \t]*+(?P<v>[^\r\n]{1,4096}+)")
+_COOKIE_PAIR = re.compile(r"[ \t]*+[^=;\s\"']{1,256}+=(?P<v>[^;\s\"']{1,4096}+)")
+
+
+def _key_prefix(low: str, pos: int) -> str | None:
+    """The secret-ish prefix right before a bare ``key`` at ``pos``, if any."""
+    head = low[max(0, pos - 14) : pos]
+    if head[-1:] in ("_", "-", ".", " "):
+        head = head[:-1]
+    for prefix in _KEY_PREFIXES:
+        if head.endswith(prefix):
+            return prefix
+    return None
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _strip_unquoted(text: str, s: int, e: int) -> int:
+    """Drop sentence punctuation and unbalanced closing brackets from a value end."""
+    while e > s:
+        c = text[e - 1]
+        if c in _CLOSERS and _CLOSERS[c] not in text[s : e - 1]:
+            e -= 1
+        elif c in ".:" and (e == len(text) or text[e].isspace()):
+            e -= 1
+        elif c in ",;" and e - 1 > s:
+            e -= 1
+        else:
+            break
+    return e
+
+
+def _rest_of_line_is_empty(text: str, pos: int) -> bool:
+    """Whether only spaces or a comment follow ``pos`` on its line."""
+    n = len(text)
+    while pos < n and text[pos] in " \t":
+        pos += 1
+    return pos >= n or text[pos] in "\r\n#" or text.startswith(("\\n", "//"), pos)
+
+
+def _assignment_value_ok(
+    text: str, s: int, e: int, *, password: bool, quoted: bool
+) -> bool:
+    value = text[s:e]
+    if _is_placeholder(value) or _CODE_REF_RE.search(value):
+        return False
+    if _PATH_RE.search(value):
+        return False
+    if value.isdigit():
+        return password and len(value) >= 4
+    if value.startswith("-") and not quoted:
+        return False  # a command-line flag, e.g. "--password-stdin"
+    if _SHORT_HEX_ID_RE.fullmatch(value):
+        return False  # "signing key: 0x1234ABCD" is a key id, not a key
+    if not quoted and _PROSE_WORD_RE.fullmatch(value) and not _rest_of_line_is_empty(text, e):
+        # "password: stored in the vault" -- a word followed by more prose.
+        return False
+    if password:
+        return len(value) >= 3
+    return _looks_random(value)
+
+
+def _value_span(m: re.Match[str]) -> tuple[int, int, bool]:
+    for name in ("dq", "sq", "bq", "pdq", "pbq"):
+        if name in m.re.groupindex and m.start(name) >= 0:
+            s, e = m.span(name)
+            return s, e, True
+    s, e = m.span("uq")
+    return s, e, False
+
+
+def _after_word(low: str, pos: int) -> bool:
+    """Whether a match at ``pos`` continues a word (``xbearer``), so is not a keyword."""
+    return bool(pos) and low[pos - 1] in _WORD_
+
+
+def _scan_aws_secrets(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _AWS_SECRET.finditer(low):
+        s, e = m.span("v")
+        if _token_body_ok(text[s:e]) and _looks_random(text[s:e]):
+            out.append((s, e, _PRIO_SPECIFIC_ASSIGN, "aws-secret-key"))
+
+
+def _scan_bearer(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _BEARER.finditer(low):
+        if _after_word(low, m.start()):
+            continue
+        s, e = m.span("v")
+        token = text[s:e]
+        if not _is_placeholder(token) and (_looks_random(token) or len(token) >= 32):
+            out.append((s, e, _PRIO_HEADER, "bearer-token"))
+
+
+def _scan_basic(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _BASIC.finditer(low):
+        if _after_word(low, m.start()):
+            continue
+        s, e = m.span("v")
+        if _decodes_to_credentials(text[s:e]):
+            out.append((s, e, _PRIO_HEADER + 1, "basic-auth"))
+
+
+def _scan_auth_header(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _AUTH_HEADER.finditer(low):
+        s, e = m.span("v")
+        if not _is_placeholder(text[s:e]) and _looks_random(text[s:e]):
+            out.append((s, e, _PRIO_HEADER + 2, "auth-header"))
+
+
+def _scan_login_passwords(text: str, low: str, out: list[_Candidate]) -> None:
+    """Passwords in ``.netrc`` lines and in ``curl -u user:password``."""
+    for m in _NETRC.finditer(low):
+        s, e = m.span("v")
+        if not _is_placeholder(text[s:e]):
+            out.append((s, e, _PRIO_HEADER + 3, "password"))
+    for m in _CURL_USER.finditer(low):
+        s, e = m.span("v")
+        pw = text[s:e]
+        if not pw.isdigit() and not _is_placeholder(pw) and not pw.startswith("$"):
+            out.append((s, e, _PRIO_HEADER + 3, "password"))
+
+
+def _scan_dash_p(text: str, low: str, out: list[_Candidate]) -> None:
+    """``-p PASSWORD`` / ``-pPASSWORD`` given to the commands known to take one."""
+    for m in _DASH_P.finditer(low):
+        head = low[low.rfind("\n", 0, m.start()) + 1 : m.start()]
+        commands = _SPACED_P_COMMANDS if m.group("sp") else _GLUED_P_COMMANDS
+        if not commands.search(head):
+            continue
+        s, e = m.span("v")
+        e = _strip_unquoted(text, s, e)
+        if e > s and text[e - 1 : e] in ("'", '"'):
+            e -= 1
+        if e > s and not _is_placeholder(text[s:e]) and not text[s:e].startswith("$"):
+            out.append((s, e, _PRIO_HEADER + 3, "password"))
+
+
+def _scan_cookies(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _COOKIE.finditer(low):
+        if _after_word(low, m.start()):
+            continue
+        for pair in _COOKIE_PAIR.finditer(low, m.start("v"), m.end("v")):
+            s, e = pair.span("v")
+            if _looks_random(text[s:e]) and not _is_placeholder(text[s:e]):
+                out.append((s, e, _PRIO_HEADER + 4, "cookie"))
+
+
+def _scan_prose_passwords(text: str, low: str, out: list[_Candidate]) -> None:
+    """'the password is hunter2!' (an unquoted value after "is")."""
+    for m in _PROSE_IS.finditer(low):
+        s, e = m.span("uq")
+        e = _strip_unquoted(text, s, e)
+        value = text[s:e]
+        if not value.isalpha() and _assignment_value_ok(text, s, e, password=True, quoted=False):
+            out.append((s, e, _PRIO_GENERIC + 2, "password"))
+
+
+def _scan_cli_flags(text: str, low: str, out: list[_Candidate]) -> None:
+    for m in _CLI_FLAG.finditer(low):
+        s, e, quoted = _value_span(m)
+        if not quoted:
+            e = _strip_unquoted(text, s, e)
+        is_pw = m.group("key").startswith(_PASSWORD_KEYS)
+        if e > s and _assignment_value_ok(text, s, e, password=is_pw, quoted=quoted):
+            out.append((s, e, _PRIO_GENERIC, "password" if is_pw else "secret"))
+
+
+def _signature_kind(m: re.Match[str], low: str) -> str | None:
+    """``url-signature`` for ``?sig=``/``&signature=`` query parameters, else None."""
+    ks = m.start("key")
+    before = low[max(0, ks - 6) : ks]
+    if not (before[-1:] in ("?", "&", ";") or before.endswith(("x-amz-", "x-goog-"))):
+        return None
+    if m.group("op") != "=":
+        return None
+    return "url-signature"
+
+
+def _assignment_kind(m: re.Match[str], text: str, low: str, s: int) -> str | None:
+    """The kind an `_ASSIGN` match names (value starting at ``s``), or None to skip it."""
+    key = m.group("key")
+    prose = m.group("op") is None
+    if prose and (key.startswith("sig") or text[s : s + 1] == "-"):
+        return None  # signatures only as URL parameters; "-x" is a flag
+    if key.startswith("sig"):
+        return _signature_kind(m, low)
+    if key == "token" and low.endswith("x-amz-security-", 0, m.start("key")):
+        return "url-signature"
+    if key == "key":
+        if m.group("op") == "=" and _key_prefix(low, m.start("key")) in _AZURE_KEY_PREFIXES:
+            return "azure-key"
+        return "secret"
+    if key.startswith(_PASSWORD_KEYS):
+        if key == "pwd" and text[s : s + 1] in ("/", "~"):
+            return None  # the shell's $PWD
+        return "password"
+    return "secret"
+
+
+def _scan_assignments(
+    text: str, low: str, markers: Sequence[tuple[int, int]], out: list[_Candidate]
+) -> None:
+    """``key = value``, ``key: value`` and 'the key is "value"' for secret-ish keys."""
+    for m in _ASSIGN.finditer(low):
+        if _inside(markers, m.start("key")):
+            continue
+        s, e, quoted = _value_span(m)
+        if not quoted:
+            e = _strip_unquoted(text, s, e)
+        kind = _assignment_kind(m, text, low, s)
+        if kind is None:
+            continue
+        if e > s and _assignment_value_ok(text, s, e, password=kind == "password", quoted=quoted):
+            specific = kind in ("azure-key", "url-signature")
+            out.append((s, e, _PRIO_SPECIFIC_ASSIGN + 1 if specific else _PRIO_GENERIC + 1, kind))
+
+
+def _scan_folded(
+    text: str, low: str, markers: Sequence[tuple[int, int]], out: list[_Candidate]
+) -> None:
+    """Run every lowercased-text detector, in priority order, on ``low`` (= ``text.lower()``).
+
+    ``markers`` are the spans of markers already in the text: an assignment whose
+    key lies inside one is not a new secret.
+    """
+    _scan_aws_secrets(text, low, out)
+    _scan_bearer(text, low, out)
+    _scan_basic(text, low, out)
+    _scan_auth_header(text, low, out)
+    _scan_login_passwords(text, low, out)
+    _scan_dash_p(text, low, out)
+    _scan_cookies(text, low, out)
+    _scan_prose_passwords(text, low, out)
+    _scan_cli_flags(text, low, out)
+    _scan_assignments(text, low, markers, out)
+
+
+def _decodes_to_credentials(blob: str) -> bool:
+    try:
+        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, sep, pw = decoded.partition(":")
+    return bool(sep and user and pw) and decoded.isprintable()
+
+
+def _inside(spans: Sequence[tuple[int, int]], pos: int) -> bool:
+    i = bisect.bisect_right(spans, (pos, sys.maxsize)) - 1
+    return i >= 0 and spans[i][0] <= pos < spans[i][1]
+
+
+# Fallback: long random tokens of an unknown family ----------------------------
+
+_PRIO_RANDOM = 95
+_RANDOM_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9][A-Za-z0-9_\-~]{31,511}+(?![A-Za-z0-9_\-+/=.@~])"
+)
+
+
+def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
+    """Standalone 32+ character tokens mixing upper case, lower case and digits.
+
+    Hex-only runs (git SHAs, digests) and identifiers made of words
+    (``snake_case_names``, ``kebab-case-slugs``) are kept: every ``_``/``-``
+    separated part must itself look random, and the whole needs entropy >= 4.
+    """
+    for m in _RANDOM_TOKEN.finditer(fast):
+        tok = text[m.start() : m.end()]
+        if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):
+            continue
+        if sum(c.isdigit() for c in tok) < 2 or _entropy(tok) < 4.0:
+            continue
+        parts = [p for p in re.split(r"[_\-~]", tok) if p]
+        if max(len(p) for p in parts) < 16:
+            continue
+        s, e = m.span()
+        if e - s >= 60 and (s == 0 or fast[s - 1] == "\n") and (e == len(fast) or fast[e] == "\n"):
+            continue  # a whole 64/76-column line: base64 body (certificate, key, blob)
+        out.append((s, e, _PRIO_RANDOM, "random-token"))
