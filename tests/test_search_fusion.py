@@ -85,10 +85,26 @@ def test_nonsense_token_has_no_lexical_matches(svc: MemoryService, fusion: str) 
     """`zebraquokka4711` exists nowhere: no hit is presented as a match."""
     res = search_mod.search(svc.conn(), "zebraquokka4711", mode="hybrid", embedder=svc.embedder,
                             fusion_options={"fusion": fusion})
-    assert all(not h.lexical_match and h.match == "semantic" for h in res.hits)
-    via_service = svc.search("zebraquokka4711", mode="hybrid")
-    assert not [h for h in via_service.hits if h.lexical_match]
-    assert all(h.as_json()["match"] == "semantic" for h in via_service.hits)
+    assert res.hits, "the hashing embedder always finds some neighbours; they must be labelled"
+    assert all(not h.lexical_match and h.match == "closest" and not h.is_match
+               for h in res.hits)
+    assert res.matches == 0 and search_mod.NO_WORD_NOTE in res.notes
+    via_service = svc.search("zebraquokka4711", mode="hybrid").as_json()
+    assert via_service["matches"] == 0
+    assert all(h["match"] == "closest" and not h["lexical_match"] for h in via_service["hits"])
+
+
+def test_nonsense_in_vector_mode_is_closest_only(svc: MemoryService) -> None:
+    res = svc.search("zebraquokka4711 qqxv", mode="vector")
+    assert res.matches == 0 and all(h.match == "closest" for h in res.hits)
+    real = svc.search("busy_timeout", mode="vector")
+    assert real.hits and all(h.match == "semantic" for h in real.hits)
+
+
+def test_a_real_word_makes_semantic_hits_matches(svc: MemoryService) -> None:
+    res = svc.search("busy_timeout zebraquokka4711", mode="hybrid")
+    assert res.matches == len(res.hits) > 0
+    assert {h.match for h in res.hits} <= {"lexical", "semantic"}
 
 
 def test_lexical_hits_are_marked(svc: MemoryService) -> None:

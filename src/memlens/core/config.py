@@ -66,7 +66,15 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "retention.max_age_days": (int, 0),
     "projection.retry_base_seconds": (float, 5.0),
     "projection.retry_max_seconds": (float, 3600.0),
+    "search.fusion": (str, "convex"),
+    "search.lexical_weight": (float, 1.0),
+    "search.vector_weight": (float, 0.5),
+    "search.rrf_k": (float, 60.0),
+    "search.candidates": (int, 50),
+    "search.semantic_min_z": (float, 1.0),
+    "search.prefer_current_project": (bool, True),
 }
+FUSIONS = ("convex", "minmax", "zscore", "rrf")
 # Free-form options passed to the embedder (base_url, model, path, dim, ...).
 _EMBEDDER_OPTION_TYPES = (str, int, float, bool)
 
@@ -82,6 +90,7 @@ _ENV: dict[str, str] = {
     "MEMLENS_DEBOUNCE_MS": "watch.debounce_ms",
     "MEMLENS_RECONCILE_SECONDS": "watch.reconcile_seconds",
     "MEMLENS_MAX_REVISIONS": "retention.max_revisions",
+    "MEMLENS_FUSION": "search.fusion",
 }
 
 
@@ -141,6 +150,32 @@ class ProjectionSettings:
 
     retry_base_seconds: float
     retry_max_seconds: float
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """``[search]``: how hybrid search fuses its two signals, and project preference.
+
+    ``fusion`` is one of :data:`FUSIONS`; the weights multiply the (normalised)
+    lexical and vector signals; ``candidates`` is the depth read from each side;
+    semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
+    the query's vector candidates; ``prefer_current_project`` ranks the memory of
+    the project the user is in (from the working directory) first.
+    """
+
+    fusion: str = "convex"
+    lexical_weight: float = 1.0
+    vector_weight: float = 0.5
+    rrf_k: float = 60.0
+    candidates: int = 50
+    semantic_min_z: float = 1.0
+    prefer_current_project: bool = True
+
+    def fusion_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`memlens.core.search.hybrid`."""
+        return {"fusion": self.fusion, "lexical_weight": self.lexical_weight,
+                "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
+                "candidates": self.candidates, "semantic_min_z": self.semantic_min_z}
 
 
 @dataclass
@@ -208,6 +243,18 @@ class Settings:
                                   retry_max_seconds=float(v["projection.retry_max_seconds"]))
 
     @property
+    def search(self) -> SearchSettings:
+        """The ``[search]`` section."""
+        v = self.values
+        return SearchSettings(fusion=str(v["search.fusion"]),
+                              lexical_weight=float(v["search.lexical_weight"]),
+                              vector_weight=float(v["search.vector_weight"]),
+                              rrf_k=float(v["search.rrf_k"]),
+                              candidates=int(v["search.candidates"]),
+                              semantic_min_z=float(v["search.semantic_min_z"]),
+                              prefer_current_project=bool(v["search.prefer_current_project"]))
+
+    @property
     def roots(self) -> list[Path]:
         """Configured memory roots (expanded)."""
         return [Path(r).expanduser() for r in self.values.get("roots") or []]
@@ -257,10 +304,23 @@ def _coerce(key: str, value: Any, where: str) -> Any:
     if not isinstance(value, typ):
         tname = typ.__name__
         raise ConfigError(f"{where}: `{key}` must be {tname}, got {value!r}")
+    _check_value(key, value, where)
     if key == "roots" or key == "chunker.index_names":
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise ConfigError(f"{where}: `{key}` must be a list of strings")
     return value
+
+
+def _check_value(key: str, value: Any, where: str) -> None:
+    """Range and choice checks beyond the type."""
+    if key == "search.fusion" and value not in FUSIONS:
+        raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSIONS)},"
+                          f" got {value!r}")
+    if key == "search.candidates" and (not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")
+    if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k") and (
+            not isinstance(value, (int, float)) or value < 0):
+        raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
 
 
 def _parse_env(key: str, raw: str) -> Any:
@@ -331,6 +391,7 @@ def _apply_overrides(overrides: Mapping[str, Any], values: dict[str, Any],
             continue
         if key not in _SCHEMA:
             raise ConfigError(f"unknown setting `{key}`")
+        _check_value(key, val, "command line")
         values[key] = val
         origins[key] = "flag"
 
@@ -364,6 +425,7 @@ def load_settings(
     for var, key in _ENV.items():
         if var in env and env[var] != "":
             values[key] = _parse_env(key, env[var])
+            _check_value(key, values[key], f"environment variable {var}")
             origins[key] = f"env {var}"
     _apply_overrides(overrides or {}, values, origins, emb_opts)
     return Settings(values=values, origins=origins, embedder_options=emb_opts,

@@ -35,18 +35,24 @@ from typing import Any
 import apsw
 import numpy as np
 
+from .config import FUSIONS, SearchSettings
 from .db import rows, scalar, vec_table_name
 from .embedding import Embedder
 
 MODES = ("lexical", "vector", "hybrid")
 VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
-RRF_K = 60.0
-LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.5
-FUSION = "convex"
-FUSIONS = ("convex", "minmax", "zscore", "rrf")
-CANDIDATES = 50
-SEMANTIC_MIN_Z = 1.0  # semantic-only hits need cosine >= mean + z*std of the query's candidates
+# Defaults come from the one place settings are defined (``[search]`` in the config).
+_DEFAULTS = SearchSettings()
+RRF_K = _DEFAULTS.rrf_k
+LEXICAL_WEIGHT = _DEFAULTS.lexical_weight
+VECTOR_WEIGHT = _DEFAULTS.vector_weight
+FUSION = _DEFAULTS.fusion
+CANDIDATES = _DEFAULTS.candidates
+# semantic-only hits need cosine >= mean + z*std of the query's candidates
+SEMANTIC_MIN_Z = _DEFAULTS.semantic_min_z
+MATCH_KINDS = ("lexical", "semantic", "closest")
+NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
+                " meaning, not matches")
 
 STOP_WORDS = frozenset(
     """a an and are as at be by do does did for from has have how i if in into is it its
@@ -84,7 +90,15 @@ class SearchHit:
     chunk_id: int | None = None
     doc_type: str | None = None
     lexical_match: bool = False
-    match: str = "lexical"  # "lexical" (shares a query term) or "semantic" (closest by meaning)
+    # "lexical": shares a query term; "semantic": no shared term, but close by meaning
+    # while other hits do match words; "closest": nothing in memory shares a word with
+    # the query, so this is only the nearest by meaning and not presented as a match.
+    match: str = "lexical"
+
+    @property
+    def is_match(self) -> bool:
+        """Whether the hit is presented as a match (not merely "closest by meaning")."""
+        return self.match != "closest"
 
     def as_json(self) -> dict[str, Any]:
         """The hit as a JSON-ready dict (no private paths)."""
@@ -103,11 +117,21 @@ class SearchResult:
     fts_query: str | None = None
     embedder: str | None = None
     notes: list[str] = field(default_factory=list)
+    preferred_repository: str | None = None
+
+    @property
+    def matches(self) -> int:
+        """How many hits are presented as matches (``match`` is not ``"closest"``)."""
+        return sum(1 for h in self.hits if h.is_match)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"query","mode","hits":[...]}`` plus ``embedder`` and ``notes``."""
+        """``{"query","mode","hits":[...]}`` plus ``embedder``, ``notes``, ``matches``
+        (hits that are matches, not merely closest by meaning) and
+        ``preferred_repository`` (the project ranked first, if any)."""
         return {"query": self.query, "mode": self.mode, "embedder": self.embedder,
-                "notes": self.notes, "hits": [h.as_json() for h in self.hits]}
+                "notes": self.notes, "matches": self.matches,
+                "preferred_repository": self.preferred_repository,
+                "hits": [h.as_json() for h in self.hits]}
 
 
 def _quote(s: str) -> str:
@@ -396,6 +420,10 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
         h.score = round(scores[nid], 8)
         ranked.append(h)
     res.hits = diversify(ranked, per_document)[:k]
+    if not pool.lex_raw and res.hits:
+        for h in res.hits:
+            h.match = "closest"
+        res.notes.append(NO_WORD_NOTE)
     attach_snippets(conn, lex.fts_query, res.hits)
     return res
 
@@ -475,15 +503,36 @@ class _Pool:
 def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
            embedder: Embedder | None = None, k: int = 10, repository: str | None = None,
            doc_type: str | None = None, per_document: int = 2,
-           fusion_options: dict[str, Any] | None = None) -> SearchResult:
+           fusion_options: dict[str, Any] | None = None,
+           prefer_repository: str | None = None) -> SearchResult:
     """Search active projections in the given mode (never raises on query text).
 
     ``fusion_options`` are passed to :func:`hybrid` (``fusion``, ``lexical_weight``,
     ``vector_weight``, ``rrf_k``, ``candidates``, ``semantic_min_z``).
+
+    ``prefer_repository`` (ignored when ``repository`` filters anyway) ranks that
+    project's hits first: of the best ``candidates`` hits, the matches of the
+    preferred project come first, then the other matches, then hits that are only
+    closest by meaning; each group keeps its own order.
     """
     if mode not in MODES:
         raise SearchError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     k = max(0, min(int(k), VEC_K_MAX))
+    prefer = prefer_repository if prefer_repository and not repository else None
+    depth = max(k, int((fusion_options or {}).get("candidates", CANDIDATES))) if prefer else k
+    res = _search_mode(conn, query, mode, embedder, depth, repository, doc_type, per_document,
+                       fusion_options)
+    if prefer:
+        res.preferred_repository = prefer
+        res.hits = sorted(res.hits, key=lambda h: (not h.is_match,
+                                                   h.repository != prefer))[:k]
+        attach_snippets(conn, res.fts_query, res.hits)
+    return res
+
+
+def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedder | None,
+                 k: int, repository: str | None, doc_type: str | None, per_document: int,
+                 fusion_options: dict[str, Any] | None) -> SearchResult:
     if mode == "lexical":
         res = lexical(conn, query, k=k * 4 if per_document else k, repository=repository,
                       doc_type=doc_type, snippets=False)
@@ -500,6 +549,17 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
         res.hits = diversify(res.hits, per_document)[:k]
         for i, h in enumerate(res.hits, 1):
             h.ranks = {"lexical": None, "vector": i}
+        if res.hits and not _any_word_occurs(conn, query, repository, doc_type):
+            for h in res.hits:
+                h.match = "closest"
+            res.notes.append(NO_WORD_NOTE)
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
                   per_document=per_document, **(fusion_options or {}))
+
+
+def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,
+                     doc_type: str | None) -> bool:
+    """Whether any active chunk shares a term with ``query`` (one lexical hit is enough)."""
+    return bool(lexical(conn, query, k=1, repository=repository, doc_type=doc_type,
+                        snippets=False).hits)

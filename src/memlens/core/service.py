@@ -38,6 +38,7 @@ from .installkey import load_install_key
 from .sources import (
     MemoryRoot,
     claude_projects_dir,
+    claude_slug,
     decode_markdown,
     discover_default_roots,
     read_file,
@@ -377,15 +378,47 @@ class MemoryService:
             (doc_id,))]
 
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
-               repository: str | None = None, doc_type: str | None = None
+               repository: str | None = None, doc_type: str | None = None,
+               prefer_repository: str | None = None, all_projects: bool = False,
                ) -> search_mod.SearchResult:
-        """Search active projections (see :mod:`memlens.core.search`)."""
+        """Search active projections (see :mod:`memlens.core.search`).
+
+        Fusion comes from the ``[search]`` settings. Unless ``all_projects`` is set or
+        ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
+        (default: :meth:`current_repository` of the working directory) rank first.
+        """
         emb = self.embedder if mode != "lexical" else None
+        opts = self.settings.search
+        prefer = None
+        if not all_projects and opts.prefer_current_project and not repository:
+            prefer = prefer_repository or self.current_repository()
         conn = self.conn()
         # One read snapshot: a projection swap in another process can't mix generations.
         with dbm.read_txn(conn):
             return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
-                                     repository=repository, doc_type=doc_type)
+                                     repository=repository, doc_type=doc_type,
+                                     fusion_options=opts.fusion_options(),
+                                     prefer_repository=prefer)
+
+    def current_repository(self, cwd: Path | None = None) -> str | None:
+        """The repository of the Claude project the user is in, if memlens holds it.
+
+        Walks from ``cwd`` (default: the working directory) up to ``/`` and returns
+        the first Claude slug (:func:`memlens.core.sources.claude_slug`) that names a
+        repository in the database, so a sub-folder of a project counts as the
+        project. None when no ancestor is a known project.
+        """
+        try:
+            start = (cwd or Path.cwd()).resolve()
+        except OSError:
+            return None
+        known = {str(r[0]) for r in self.conn().execute(
+            "SELECT DISTINCT repository FROM memory_documents WHERE tombstoned_at IS NULL")}
+        for folder in (start, *start.parents):
+            slug = claude_slug(folder)
+            if slug in known:
+                return slug
+        return None
 
     def index_warnings(self, doc_id: int) -> list[IndexWarning]:
         """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""

@@ -2,9 +2,10 @@
 
 A *memory root* is one folder of Markdown files that belongs to one repository
 (a Claude project slug). Claude Code keeps them at
-``~/.claude/projects/<slug>/memory/``; the slug is the project path with ``/``
-replaced by ``-``. The repository identity is derived only from the folder
-layout (or given explicitly) and never from which files happen to exist.
+``~/.claude/projects/<slug>/memory/``; the slug is the project path with every
+character outside ``[A-Za-z0-9]`` replaced by ``-`` (:func:`claude_slug`). The
+repository identity is derived only from the folder layout (or given explicitly)
+and never from which files happen to exist.
 """
 
 from __future__ import annotations
@@ -65,6 +66,23 @@ def is_markdown_name(name: str) -> bool:
     if is_ignored_name(name):
         return False
     return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def claude_slug(path: str | os.PathLike[str]) -> str:
+    """The folder name Claude Code gives a project under ``~/.claude/projects``.
+
+    Claude Code keeps ASCII letters and digits and turns every other character
+    into one ``-`` (runs are not collapsed): ``/home/dev/my_app`` gives
+    ``-home-dev-my-app``. Characters outside the Basic Multilingual Plane count
+    twice, as in JavaScript, where the rule comes from.
+    """
+    out = []
+    for ch in str(path):
+        if ch.isascii() and ch.isalnum():
+            out.append(ch)
+        else:
+            out.append("-" if ord(ch) <= 0xFFFF else "--")
+    return "".join(out)
 
 
 def claude_projects_dir(home: Path | None = None) -> Path:

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 from .bench import BenchError
 from .chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, ChunkResult
 from .config import (
+    FUSIONS,
     ChunkerSettings,
     ConfigError,
     EmbedderSettings,
     ProjectionSettings,
     RetentionSettings,
+    SearchSettings,
     Settings,
     WatchSettings,
 )
@@ -37,11 +39,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BenchError", "Chunk", "ChunkResult", "ChunkerConfig", "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
-    "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FileChange", "FilterIndex",
+    "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
+    "FilterIndex",
     "IndexWarning", "IngestOutcome", "IngestReport", "MODES", "MemoryRoot", "Problem",
     "ProjectionOutcome", "ProjectionReport", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
-    "SearchError", "SearchHit", "SearchResult", "Settings", "SourceError", "Stats",
+    "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "UsageError", "WatchEvent", "WatchSettings",
 ]
 

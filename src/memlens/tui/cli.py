@@ -19,6 +19,7 @@ from typing import Any
 
 from memlens.core.service import MemoryService, chunk_file, load_settings
 from memlens.core.types import (
+    FUSIONS,
     ChunkerConfig,
     ChunkerConfigError,
     ConfigError,
@@ -117,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--repository", help="only this repository")
     s.add_argument("--type", dest="doc_type", help="only documents with this front-matter type")
     s.add_argument("--embedder", help="embedder for the query (must match the projection)")
+    s.add_argument("--fusion", choices=list(FUSIONS),
+                   help="how hybrid fuses lexical and vector scores (config [search] fusion)")
+    s.add_argument("--all-projects", action="store_true",
+                   help="do not rank the current project's memory first")
     _common(s)
 
     s = sub.add_parser("docs", help="list documents",
@@ -287,10 +292,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     """``memlens search``."""
     if args.k <= 0:
         raise CliError("-k must be a positive number")
-    svc = _service(args)
+    svc = _service(args, **{"search.fusion": args.fusion})
     try:
         res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
-                         doc_type=args.doc_type)
+                         doc_type=args.doc_type, all_projects=args.all_projects)
     except (SearchError, EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
@@ -300,10 +305,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not res.hits:
         print("no results")
+    elif not res.matches:
+        print("no matches")
+    divider_done = False
     for i, h in enumerate(res.hits, 1):
+        if not h.is_match and not divider_done:
+            print("--- closest by meaning (no word of the query occurs in them) ---")
+            divider_done = True
         ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items() if v is not None)
         head = " > ".join(h.heading_path) or "(top)"
-        print(f"{i:2}. {h.repository}/{h.path} #{h.ordinal} {head}  [{h.score:.4f} {ranks}]")
+        print(f"{i:2}. {h.repository}/{h.path} #{h.ordinal} {head}  "
+              f"[{h.score:.4f} {h.match} {ranks}]")
         print(f"    {_one_line_snippet(h.snippet, h.highlights)}")
     for n in res.notes:
         _err(n)
