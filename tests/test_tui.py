@@ -72,6 +72,7 @@ class FlakyEmbedder:
         self.metric = self.base.metric
         self.version = self.base.version
         self.healthy = False
+        self.query_down = False  # True: queries fail as if the embedding service were down
 
     @property
     def dim(self) -> int:
@@ -81,6 +82,8 @@ class FlakyEmbedder:
         return str(self.base.fingerprint())
 
     def embed_query(self, text: str) -> Any:
+        if self.query_down:
+            raise EmbeddingError("embedding endpoint http://127.0.0.1:9/v1: connection refused")
         return self.base.embed_query(text)
 
     def embed_documents(self, texts: Any) -> Any:
@@ -548,6 +551,53 @@ async def test_search_mode_toggle(scenario: Scenario) -> None:
         screen = app.screen
         assert isinstance(screen, SearchScreen)
         assert screen.query_text == "musl" and screen.mode == "hybrid" and screen.hits
+
+
+@async_test
+async def test_search_nonsense_presents_no_matches(scenario: Scenario) -> None:
+    """A word found nowhere: the hits are closest-by-meaning only, below a divider."""
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await type_text(pilot, "zebraquokka4711")
+        await settle(pilot)
+        assert screen.last is not None and screen.last.result is not None
+        assert screen.last.result.matches == 0
+        assert screen.hits and all(not h.is_match for h in screen.hits)
+        info = static_text(app, "#search-info")
+        assert info.startswith("no matches") and "closest by meaning" in info
+        results = screen.query_one("#search-results", OptionList)
+        first = results.get_option_at_index(0)
+        assert first.disabled and first.id == "closest-divider"
+        assert results.option_count == len(screen.hits) + 1
+        assert results.highlighted == 1  # the first hit, not the divider
+        await pilot.press("down")
+        assert results.highlighted == 2
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current_doc_id == screen.hits[1].document_id
+
+
+@async_test
+async def test_search_embedder_down_answers_lexically(scenario: Scenario) -> None:
+    """The embedder refuses queries: hybrid shows lexical hits and says why."""
+    scenario.embedder.query_down = True
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await type_text(pilot, "cache key")
+        await settle(pilot)
+        assert screen.last is not None and screen.last.error is None
+        assert screen.hits and all(h.lexical_match for h in screen.hits)
+        assert screen.hits[0].path == "architecture.md"
+        info = static_text(app, "#search-info")
+        assert "embedder unavailable" in info and "connection refused" in info
 
 
 # ---------------------------------------------------------------------------

@@ -182,6 +182,16 @@ def test_live_search(scenario: Scenario, snap_compare: Snap) -> None:
     assert snap_compare(quiet_app(scenario), terminal_size=SIZE, run_before=steps(search))
 
 
+def test_search_no_match(scenario: Scenario, snap_compare: Snap) -> None:
+    """Search for a word found nowhere: "no matches", a divider, dimmed closest hits."""
+
+    async def search(pilot: Pilot[Any]) -> None:
+        await pilot.press("s")
+        await type_text(pilot, "zebraquokka4711")
+
+    assert snap_compare(quiet_app(scenario), terminal_size=SIZE, run_before=steps(search))
+
+
 def test_search_hit_opened(scenario: Scenario, snap_compare: Snap) -> None:
     """Search → Enter: the hit's document opens with the hit chunk selected and marked ◆."""
 

@@ -30,7 +30,7 @@ from .embedding import EmbedderUnavailable, EmbeddingError
 from .indexfile import IndexWarning
 from .ingest import FileChange, IngestReport
 from .projection import ProjectionOutcome, ProjectionReport
-from .search import MODES, SearchError, SearchHit, SearchResult
+from .search import MODES, NO_WORD_NOTE, SearchError, SearchHit, SearchResult
 from .sources import MemoryRoot, SourceError, UsageError
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ __all__ = [
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FilterIndex",
-    "IndexWarning", "IngestOutcome", "IngestReport", "MODES", "MemoryRoot", "Problem",
+    "IndexWarning", "IngestOutcome", "IngestReport", "MODES", "MemoryRoot", "NO_WORD_NOTE",
+    "Problem",
     "ProjectionOutcome", "ProjectionReport", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.types import MODES, SearchHit
+from memlens.core.types import MODES, NO_WORD_NOTE, SearchHit
 
 from ..messages import SearchOutcome, SearchResults
 from ..widgets.debounce import Debouncer
@@ -62,8 +62,13 @@ def snippet_content(hit: SearchHit) -> Content:
     return Content.assemble(*parts)
 
 
+CLOSEST_DIVIDER = "── closest by meaning: no word of the query occurs in these ──"
+
+
 def hit_content(n: int, hit: SearchHit) -> Content:
-    """Two lines: rank, document, chunk and signal ranks; then the snippet."""
+    """Two lines: rank, document, chunk and signal ranks; then the snippet.
+
+    A hit that is only closest by meaning (``hit.match == "closest"``) is dimmed."""
     head = " › ".join(hit.heading_path) or "(top)"
     if len(head) > 48:
         head = "…" + head[-47:]
@@ -71,16 +76,50 @@ def hit_content(n: int, hit: SearchHit) -> Content:
     for sig in ("lexical", "vector"):
         r = hit.ranks.get(sig)
         ranks.append(f"{sig[:3]} {r if r is not None else '–'}")
-    return Content.assemble(
+    content = Content.assemble(
         (f"{n:>2}. ", "bold"),
         (f"{hit.repository}/", "$text-muted"),
         (hit.path, "bold"),
         (f" #{hit.ordinal} ", "$text-accent"),
         (head, "italic"),
-        (f"   score {hit.score:.4f} · {' · '.join(ranks)}", "$text-muted"),
+        (f"   score {hit.score:.4f} · {' · '.join(ranks)}"
+         + ("" if hit.match == "lexical" else f" · {hit.match}"), "$text-muted"),
         "\n    ",
         snippet_content(hit),
     )
+    return content if hit.is_match else content.stylize("dim")
+
+
+def result_options(hits: list[SearchHit]) -> tuple[list[Option], list[int]]:
+    """Options for the result list (a disabled divider before the first hit that is
+    only closest by meaning) and, per hit, the index of its option."""
+    options: list[Option] = []
+    where: list[int] = []
+    for i, h in enumerate(hits, 1):
+        if not h.is_match and (i == 1 or hits[i - 2].is_match):
+            options.append(Option(Content.styled(CLOSEST_DIVIDER, "$text-muted"),
+                                  id="closest-divider", disabled=True))
+        where.append(len(options))
+        options.append(Option(hit_content(i, h), id=str(i)))
+    return options, where
+
+
+def info_line(hits: list[SearchHit], mode: str, timing: str, notes: list[str],
+              preferred: str | None) -> str:
+    """The status line under the input: counts, mode, time, project, notes."""
+    matches = sum(1 for h in hits if h.is_match)
+    if not hits:
+        head = "no results"
+    elif matches == len(hits):
+        head = f"{len(hits)} hits"
+    elif matches == 0:
+        head = f"no matches · {len(hits)} closest by meaning"
+    else:
+        head = f"{matches} matches · {len(hits) - matches} closest by meaning"
+    project = f" · {preferred} first" if preferred else ""
+    notes = [n for n in notes if n != NO_WORD_NOTE]  # the head says it already
+    note = f" · {'; '.join(notes)}" if notes else ""
+    return f"{head} · {mode}{timing}{project}{note}"
 
 
 class SearchScreen(Screen["SearchHit | None"]):
@@ -89,6 +128,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back"),
         Binding("ctrl+t", "cycle_mode", "Mode"),
+        Binding("ctrl+g", "toggle_projects", "All projects"),
         Binding("down", "cursor(1)", "Next hit", show=False),
         Binding("up", "cursor(-1)", "Previous hit", show=False),
         Binding("enter", "open", "Open hit", priority=False),
@@ -110,6 +150,8 @@ class SearchScreen(Screen["SearchHit | None"]):
         self.initial_query = query
         self.mode = mode if mode in MODES else "hybrid"
         self.hits: list[SearchHit] = []
+        self._option_of_hit: list[int] = []
+        self.all_projects = False
         self.last: SearchOutcome | None = None
         self.debouncer = Debouncer(self, DEBOUNCE_SECONDS)
         self._fired: tuple[str, str, float] | None = None
@@ -121,7 +163,8 @@ class SearchScreen(Screen["SearchHit | None"]):
                 yield Input(value=self.initial_query, placeholder="Search memory…",
                             id="search-input")
                 yield Static(self._mode_content(), id="search-mode")
-            yield Static("type to search · ctrl+t switches mode · enter opens",
+            yield Static("type to search · ctrl+t switches mode · ctrl+g all projects"
+                         " · enter opens",
                          id="search-info")
         yield OptionList(id="search-results")
         yield Footer()
@@ -177,7 +220,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         service = self.app.service  # type: ignore[attr-defined]
         t0 = time.perf_counter()
         try:
-            res = service.search(query, mode=mode, k=RESULTS)
+            res = service.search(query, mode=mode, k=RESULTS, all_projects=self.all_projects)
             out = SearchOutcome(query, mode, res, time.perf_counter() - t0, notes=res.notes)
         except Exception as exc:  # shown in the UI, never a crash
             out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc))
@@ -203,21 +246,20 @@ class SearchScreen(Screen["SearchHit | None"]):
             return
         assert out.result is not None
         self.hits = list(out.result.hits)
+        options, self._option_of_hit = result_options(self.hits)
         ol.clear_options()
-        ol.add_options([Option(hit_content(i, h), id=str(i))
-                        for i, h in enumerate(self.hits, 1)])
+        ol.add_options(options)
         if self.hits:
-            ol.highlighted = 0
+            ol.highlighted = self._option_of_hit[0]
         if fired is not None and fired[:2] == (out.query, out.mode):
             timings = getattr(self.app, "timings", None)
             if timings is not None:
                 timings["search"].append(time.perf_counter() - fired[2])
             self._fired = None
-        note = f" · {'; '.join(out.notes)}" if out.notes else ""
         timing = f" · {out.elapsed * 1000:.0f} ms" if getattr(self.app, "show_timings", True) \
             else ""
-        info.update(f"{len(self.hits)} hits · {out.mode}{timing}{note}"
-                    if self.hits else f"no results · {out.mode}{note}")
+        info.update(info_line(self.hits, out.mode, timing, out.notes,
+                              out.result.preferred_repository))
 
     # -- actions --------------------------------------------------------------
     def action_cycle_mode(self) -> None:
@@ -231,6 +273,18 @@ class SearchScreen(Screen["SearchHit | None"]):
         self.query_one("#search-mode", Static).update(self._mode_content())
         self._start(self.query_text)
 
+    def action_toggle_projects(self) -> None:
+        """Rank the current project first (default) or treat all projects alike."""
+        self.all_projects = not self.all_projects
+        self.notify("all projects ranked alike" if self.all_projects
+                    else "current project ranked first", timeout=2)
+        self._start(self.query_text)
+
+    def _hit_at(self, option_index: int | None) -> int | None:
+        if option_index is None or option_index not in self._option_of_hit:
+            return None
+        return self._option_of_hit.index(option_index)
+
     def on_click(self, event: Any) -> None:
         """Clicking the mode indicator switches mode."""
         if getattr(event, "widget", None) is self.query_one("#search-mode"):
@@ -241,21 +295,24 @@ class SearchScreen(Screen["SearchHit | None"]):
         ol = self.query_one("#search-results", OptionList)
         if not self.hits:
             return
-        cur = ol.highlighted if ol.highlighted is not None else -1
-        ol.highlighted = max(0, min(len(self.hits) - 1, cur + delta))
+        cur = self._hit_at(ol.highlighted)
+        nxt = max(0, min(len(self.hits) - 1, (cur if cur is not None else -1) + delta))
+        ol.highlighted = self._option_of_hit[nxt]
 
     def action_open(self) -> None:
         """Open the highlighted hit."""
         ol = self.query_one("#search-results", OptionList)
         if not self.hits:
             return
-        idx = ol.highlighted if ol.highlighted is not None else 0
-        self.dismiss(self.hits[idx])
+        idx = self._hit_at(ol.highlighted)
+        self.dismiss(self.hits[idx if idx is not None else 0])
 
     @on(OptionList.OptionSelected, "#search-results")
     def _picked(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(self.hits[event.option_index])
+        idx = self._hit_at(event.option_index)
+        if idx is not None:
+            self.dismiss(self.hits[idx])
 
     def action_close(self) -> None:
         """Back to the browser without opening anything."""
