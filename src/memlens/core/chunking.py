@@ -101,17 +101,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import add
 from typing import Any, Final
 
-from markdown_it import MarkdownIt
-
-from .tokens import SpanCost, UnknownEstimatorError, get_estimator
+from .chunking_scan import HEADING_TITLE_MAX_CHARS as HEADING_TITLE_MAX_CHARS
+from .chunking_scan import (
+    NEWLINE,
+    NONBLANK,
+    Heading,
+    front_matter_span,
+    headings_line_scan,
+    parse_front_matter,
+    parse_front_matter_lines,
+)
+from .chunking_scan import headings_markdown_it as _headings_markdown_it
+from .chunking_windows import ChunkDoc, Span
+from .tokens import UnknownEstimatorError, get_estimator
 
 __all__ = [
     "CHUNKER_NAME",
@@ -130,7 +137,7 @@ __all__ = [
 CHUNKER_NAME: Final = "memlens-markdown"
 """Name recorded with every revision's chunker config."""
 
-CHUNKER_VERSION: Final = 1
+CHUNKER_VERSION: Final = 2
 """Bump whenever the same config can produce different chunks."""
 
 STRATEGIES: Final = ("adaptive", "headings", "windows", "whole")
@@ -146,9 +153,6 @@ _CONFIG_FIELDS: Final = (
     "index_names",
     "estimator",
 )
-
-_SETEXT_MAX_LINES: Final = 50
-"""Line-scan fallback: longest setext heading text (in lines) it recognises."""
 
 # ---------------------------------------------------------------------------
 # Configuration
@@ -359,512 +363,32 @@ class ChunkResult:
 
 
 # ---------------------------------------------------------------------------
-# Front matter
-# ---------------------------------------------------------------------------
-
-_NEWLINE = re.compile(r"\r\n?|\n")
-_FM_OPEN = re.compile(r"---[ \t]*(?:\r\n?|\n)")
-_FM_CLOSE = re.compile(r"(?<=[\r\n])---[ \t]*(?:\r\n?|\n|\Z)")
-_FM_KEY = re.compile(r"([^\s:#\-'\"][^:]*?)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
-_BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*")
-
-
-def _front_matter_span(text: str) -> tuple[int, int, int] | None:
-    """Return ``(content_start, content_end, body_start)`` of front matter, if any."""
-    start = 1 if text.startswith("\ufeff") else 0
-    opener = _FM_OPEN.match(text, start)
-    if opener is None:
-        return None
-    closer = _FM_CLOSE.search(text, opener.end() - 1)
-    if closer is None:
-        return None
-    return opener.end(), closer.start(), closer.end()
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        inner = value[1:-1]
-        return re.sub(r'\\(["\\/])', r"\1", inner).replace("\\n", "\n").replace("\\t", "\t")
-    if value[:1] not in ("[", "{"):
-        comment = re.search(r"[ \t]#", value)
-        if comment:
-            value = value[: comment.start()].rstrip()
-    return value
-
-
-def _parse_front_matter_lines(lines: list[str]) -> dict[str, str]:
-    fields: dict[str, tuple[str, list[str]]] = {}
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        indented = line[:1] in (" ", "\t")
-        if current is not None and (indented or not stripped) and _BLOCK_SCALAR.fullmatch(fields[current][0]):
-            fields[current][1].append(stripped)  # block scalar text, '#' included
-            continue
-        if not stripped or stripped.startswith("#"):
-            continue
-        if not indented:
-            match = _FM_KEY.match(line)
-            if match:
-                current = match.group(1).strip()
-                fields[current] = ((match.group(2) or "").strip(), [])
-            elif current is not None and (stripped == "-" or stripped.startswith("- ")):
-                fields[current][1].append(stripped)  # block list at column 0
-            else:
-                current = None  # beyond this shallow parser; skip until the next key
-            continue
-        if current is not None:
-            fields[current][1].append(stripped)
-    result: dict[str, str] = {}
-    for key, (first, more) in fields.items():
-        while more and not more[-1]:
-            more.pop()
-        if _BLOCK_SCALAR.fullmatch(first):
-            result[key] = ("\n" if first.startswith("|") else " ").join(more)
-        elif not first and more and all(m == "-" or m.startswith("- ") for m in more):
-            result[key] = ", ".join(_unquote(m[1:]) for m in more)
-        else:
-            result[key] = _unquote(" ".join(part for part in (first, *more) if part))
-    return result
-
-
-def parse_front_matter(text: str) -> dict[str, str]:
-    """Return the fields of the YAML front matter at the start of ``text``.
-
-    Only simple ``key: value`` lines are understood (see the module docstring);
-    PyYAML is not used.
-
-    Args:
-        text: A Markdown document.
-
-    Returns:
-        The fields, or an empty dict when there is no front matter.
-    """
-    span = _front_matter_span(text)
-    if span is None:
-        return {}
-    return _parse_front_matter_lines(_NEWLINE.split(text[span[0] : span[1]]))
-
-
-# ---------------------------------------------------------------------------
-# Heading discovery
-# ---------------------------------------------------------------------------
-
-_MD: Final = MarkdownIt("commonmark")
-_MD.disable(["inline", "text_join"])  # headings need block structure only
-
-_NONBLANK = re.compile(r"[^\s\ufeff]")  # a BOM is not content
-_WS = re.compile(r"\s")
-_CANDIDATE = re.compile(
-    r"(?:\A|(?<=[\r\n]))( {0,3})(#{1,6}(?=[ \t\r\n]|\Z)|`{3,}|~{3,}|(?:=+|-+)[ \t]*(?=[\r\n]|\Z))"
-)
-_CONTAINER_START = re.compile(r" {0,3}(?:[-*+](?:[ \t\r\n]|\Z)|\d{1,9}[.)](?:[ \t\r\n]|\Z)|>)")
-_ITEM_BOUNDARY = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t\r\n]|\Z)|[ \t]{0,3}#|[ \t]*(?:\r\n?|\n)?\Z")
-_LINK = re.compile(
-    r"!?\[[^\]\r\n]*\]\([^)\r\n]*\)|!?\[[^\]\r\n]*\]\[[^\]\r\n]*\]|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>"
-)
-
-
-HEADING_TITLE_MAX_CHARS: Final = 200
-"""Longest heading title kept in a heading path (longer ones end in an ellipsis).
-
-Every chunk of a section carries its heading path, so an unbounded title would be
-copied into each window of a long section (quadratic growth)."""
-
-
-def _clean_title(raw: str) -> str:
-    # NUL becomes U+FFFD as in markdown-it, so both heading finders agree.
-    title = " ".join(raw.replace("\x00", "\ufffd").split())
-    if len(title) > HEADING_TITLE_MAX_CHARS:
-        title = title[: HEADING_TITLE_MAX_CHARS - 1].rstrip() + "\u2026"
-    return title
-
-
-def _atx_title(rest: str) -> str:
-    """Title of an ATX heading given the text after its ``#`` run (CommonMark rules)."""
-    rest = rest.rstrip(" \t\r\n")
-    stripped = rest.rstrip("#")
-    if len(stripped) < len(rest) and stripped and stripped[-1] in " \t":
-        rest = stripped
-    return _clean_title(rest)
-
-
-# A heading: (first line, line after it, level, title); lines index the whole text.
-_Heading = tuple[int, int, int, str]
-
-
-def _headings_markdown_it(body: str, line_offset: int) -> list[_Heading]:
-    tokens = _MD.parse(body)
-    out: list[_Heading] = []
-    for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
-            title = _clean_title(tokens[i + 1].content) if i + 1 < len(tokens) else ""
-            if title:
-                out.append((tok.map[0] + line_offset, tok.map[1] + line_offset, int(tok.tag[1:]), title))
-    return out
-
-
-# ---------------------------------------------------------------------------
 # The chunker
 # ---------------------------------------------------------------------------
 
-_Span = tuple[int, int, tuple[str, ...]]
 
+def _find_headings(doc: ChunkDoc, body_start: int) -> tuple[list[Heading], str]:
+    """Headings of the body and the parser used (``markdown-it`` or ``line-scan``).
 
-class _Doc:
-    """One text being chunked, with lazily built line index and span costs."""
-
-    def __init__(
-        self,
-        text: str,
-        config: ChunkerConfig,
-        estimator: Callable[[str], int],
-        span_cost_factory: Callable[[str], SpanCost],
-        is_index: bool,
-    ) -> None:
-        self.text = text
-        self.n = len(text)
-        self.max_tokens = config.max_tokens
-        self.overlap_tokens = config.overlap_tokens
-        self.estimator = estimator
-        self.is_index = is_index
-        self._span_cost_factory = span_cost_factory
-        self._line_starts: list[int] | None = None
-        self._sc: SpanCost | None = None
-
-    # -- lazily built helpers -------------------------------------------------
-
-    @property
-    def line_starts(self) -> list[int]:
-        """Start offset of every line, counting lines exactly as markdown-it does."""
-        if self._line_starts is None:
-            starts = [0]
-            if "\r" in self.text:
-                starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
-            else:  # same result, about twice as fast on huge texts
-                lengths = map(len, self.text.split("\n"))
-                starts.extend(accumulate(map(add, lengths, repeat(1))))
-                starts.pop()
-            self._line_starts = starts
-        return self._line_starts
-
-    @property
-    def sc(self) -> SpanCost:
-        if self._sc is None:
-            self._sc = self._span_cost_factory(self.text)
-        return self._sc
-
-    def line_pos(self, line: int) -> int:
-        starts = self.line_starts
-        return starts[line] if line < len(starts) else self.n
-
-    def line_end(self, index: int) -> int:
-        starts = self.line_starts
-        return starts[index + 1] if index + 1 < len(starts) else self.n
-
-    def has_content(self, start: int, end: int) -> bool:
-        return start < end and _NONBLANK.search(self.text, start, end) is not None
-
-    def trim(self, start: int, end: int) -> tuple[int, int] | None:
-        """Shrink ``[start, end)`` to whole lines from the first non-blank line to
-        just after the last non-whitespace character; ``None`` when blank."""
-        first = _NONBLANK.search(self.text, start, end)
-        if first is None:
-            return None
-        starts = self.line_starts
-        line_start = starts[bisect_right(starts, first.start()) - 1]
-        new_start = max(start, line_start)
-        new_end = start + len(self.text[start:end].rstrip())
-        return new_start, new_end
-
-    # -- headings ------------------------------------------------------------
-
-    def headings(self, body_start: int) -> tuple[list[_Heading], str]:
-        body = self.text[body_start:]
-        # The line holding body_start (a BOM-only offset of 1 still means line 0).
-        first_line = bisect_right(self.line_starts, body_start) - 1
-        if len(body) <= PARSE_LIMIT_CHARS:
-            try:
-                return _headings_markdown_it(body, first_line), "markdown-it"
-            except RecursionError:
-                pass
-        return self._headings_line_scan(body_start, first_line), "line-scan"
-
-    def _is_blank_line(self, index: int) -> bool:
-        return not self.has_content(self.line_starts[index], self.line_end(index))
-
-    def _is_indented_code(self, index: int, body_start: int) -> bool:
-        line = self.text[max(self.line_starts[index], body_start) : self.line_end(index)]
-        lead = line[: len(line) - len(line.lstrip(" \t"))]
-        return "\t" in lead or len(lead) >= 4
-
-    def _headings_line_scan(self, body_start: int, first_line: int) -> list[_Heading]:
-        """Approximate CommonMark heading detection for huge or pathological texts."""
-        text = self.text
-        starts = self.line_starts
-        out: list[_Heading] = []
-        fence: tuple[str, int] | None = None
-        floor = first_line  # lines below this are not paragraph text (for setext)
-        body = text[body_start:]
-        for match in _CANDIDATE.finditer(body):
-            pos = body_start + match.start()
-            line = bisect_right(starts, pos) - 1
-            line_end = self.line_end(line)
-            mark = match.group(2)
-            after = body_start + match.end(2)
-            if fence is not None:
-                run = len(mark) - len(mark.lstrip(fence[0]))
-                if mark[0] == fence[0] and run >= fence[1] and not text[after:line_end].strip():
-                    fence = None
-                    floor = line + 1
-                continue
-            if mark[0] in "`~":
-                if mark[0] == "`" and "`" in text[after:line_end]:
-                    continue  # a backtick fence's info string cannot hold a backtick
-                fence = (mark[0], len(mark))
-                continue
-            if mark[0] == "#":
-                title = _atx_title(text[after:line_end])
-                if title:
-                    out.append((line, line + 1, len(mark), title))
-                floor = line + 1
-                continue
-            # A run of '=' or '-': setext underline if a paragraph sits right above.
-            para = line
-            blocked = False
-            while para - 1 >= floor and line - para < _SETEXT_MAX_LINES:
-                if self._is_blank_line(para - 1):
-                    break
-                para -= 1
-                if _CONTAINER_START.match(text, max(starts[para], body_start), self.line_end(para)):
-                    blocked = True  # lazy continuation of a list item / quote
-                    break
-            else:
-                if line - para >= _SETEXT_MAX_LINES:
-                    blocked = True
-            # Indented lines opening the run are an indented code block, not paragraph.
-            while para < line and not blocked and self._is_indented_code(para, body_start):
-                para += 1
-            if para < line and not blocked:
-                raw = text[max(starts[para], body_start) : starts[line]]
-                title = _clean_title(raw)
-                if title:
-                    out.append((para, line + 1, 1 if mark[0] == "=" else 2, title))
-                floor = line + 1
-            elif mark[0] == "-":
-                floor = line + 1  # thematic break
-        return out
-
-    # -- sections --------------------------------------------------------------
-
-    def sections(self, body_start: int) -> tuple[list[_Span], str]:
-        """Heading sections (untrimmed), heading-only sections merged away."""
-        headings, parser = self.headings(body_start)
-        n = self.n
-        raw: list[tuple[int, int, tuple[str, ...], bool]] = []
-        first = self.line_pos(headings[0][0]) if headings else n
-        if self.has_content(0, first):
-            raw.append((0, first, (), True))
-        stack: list[tuple[int, str]] = []
-        for i, (line, after, level, title) in enumerate(headings):
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, title))
-            start = self.line_pos(line)
-            end = self.line_pos(headings[i + 1][0]) if i + 1 < len(headings) else n
-            content = self.has_content(self.line_pos(after), end)
-            raw.append((start, end, tuple(t for _, t in stack), content))
-        out: list[_Span] = []
-        pending: int | None = None
-        pending_path: tuple[str, ...] = ()
-        for start, end, path, content in raw:
-            if not content:
-                if pending is None:
-                    pending = start
-                pending_path = path
-                continue
-            if pending is not None:
-                start, pending = pending, None
-            out.append((start, end, path))
-        if pending is not None:
-            if out:
-                last_start, _, last_path = out[-1]
-                out[-1] = (last_start, n, last_path)
-            else:
-                out.append((pending, n, pending_path))
-        return out, parser
-
-    # -- windows ---------------------------------------------------------------
-
-    def _is_item_boundary(self, index: int) -> bool:
-        start = self.line_starts[index]
-        if _ITEM_BOUNDARY.match(self.text, start, self.line_end(index)):
-            return True
-        return index > 0 and self._is_blank_line(index - 1)
-
-    def _last_line_start(self, lo: int, hi: int, preferred: bool) -> int | None:
-        """Largest line start in ``[lo, hi]`` (an item boundary if ``preferred``)."""
-        starts = self.line_starts
-        k = bisect_right(starts, hi) - 1
-        while k >= 0 and starts[k] >= lo:
-            if not preferred or self._is_item_boundary(k):
-                return starts[k]
-            k -= 1
-        return None
-
-    def _first_line_start(self, lo: int, hi: int, preferred: bool) -> int | None:
-        """Smallest line start in ``[lo, hi)`` (an item boundary if ``preferred``)."""
-        starts = self.line_starts
-        k = bisect_left(starts, lo)
-        while k < len(starts) and starts[k] < hi:
-            if not preferred or self._is_item_boundary(k):
-                return starts[k]
-            k += 1
-        return None
-
-    def _link_spans(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Markdown link spans on the lines touching ``[lo, hi]``."""
-        starts = self.line_starts
-        first = starts[bisect_right(starts, lo) - 1]
-        last = self.line_end(bisect_right(starts, hi) - 1)
-        return [m.span() for m in _LINK.finditer(self.text, first, last)]
-
-    @staticmethod
-    def _inside(pos: int, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
-        for s, e in spans:
-            if s < pos < e:
-                return s, e
-        return None
-
-    def _last_ws_cut(self, lo: int, hi: int) -> int | None:
-        """Largest ``p`` in ``[lo, hi]`` right after a whitespace char (outside links
-        for index files)."""
-        if hi < lo or lo < 1:
-            return None
-        text = self.text
-        if not self.is_index:
-            found = _WS.search(text[lo - 1 : hi][::-1])
-            return None if found is None else hi - found.start()
-        spans = self._link_spans(lo, hi)
-        for m in reversed(list(_WS.finditer(text, lo - 1, hi))):
-            if self._inside(m.end(), spans) is None:
-                return m.end()
-        return None
-
-    def _crlf_forward(self, pos: int) -> int:
-        """Move a start position that falls between ``\\r`` and ``\\n`` past the pair."""
-        text = self.text
-        if 0 < pos < self.n and text[pos - 1] == "\r" and text[pos] == "\n":
-            return pos + 1
-        return pos
-
-    def _fix_crlf(self, pos: int, lo: int) -> int:
-        """Never cut between ``\\r`` and ``\\n``: step back if possible, else forward."""
-        text = self.text
-        if 0 < pos < self.n and text[pos - 1] == "\r" and text[pos] == "\n":
-            return pos - 1 if pos - 1 > lo else pos + 1
-        return pos
-
-    def _cut(self, lo: int, hi: int) -> int:
-        """Choose a window end in ``(lo, hi]``."""
-        mid = lo + (hi - lo + 1) // 2
-        if self.is_index:
-            for a, b, preferred in ((mid, hi, True), (mid, hi, False), (lo + 1, mid, True)):
-                pos = self._last_line_start(a, b, preferred)
-                if pos is not None:
-                    return pos
-            pos = self._last_line_start(lo + 1, mid, False)
-            if pos is not None:
-                return pos
-            pos = self._last_ws_cut(lo + 1, hi)
-            if pos is not None:
-                return pos
-            link = self._inside(hi, self._link_spans(hi, hi))
-            if link is not None and link[0] > lo:
-                return self._fix_crlf(link[0], lo)
-            return self._fix_crlf(hi, lo)
-        # Only accept a boundary that keeps at least half of the new text the budget
-        # allows; otherwise a full-size character cut beats a near-empty window
-        # (such as a lone heading line in front of a giant unbroken line).
-        pos = self._last_line_start(mid, hi, False)
-        if pos is None:
-            pos = self._last_ws_cut(mid, hi)
-        return self._fix_crlf(hi if pos is None else pos, lo)
-
-    def _overlap_start(self, wstart: int, wend: int) -> int:
-        """Start of the window after one ending at ``wend``, in ``(wstart, wend]``."""
-        if self.overlap_tokens == 0:
-            return wend
-        lo = self.sc.min_start(wend, self.overlap_tokens, wstart + 1)
-        if lo >= wend:
-            return wend
-        if self.is_index:
-            for preferred in (True, False):
-                pos = self._first_line_start(lo, wend, preferred)
-                if pos is not None:
-                    return pos
-            spans = self._link_spans(lo, wend)
-            for m in _WS.finditer(self.text, lo - 1, wend - 1):
-                if self._inside(m.end(), spans) is None:
-                    return min(wend, self._crlf_forward(m.end()))
-            return wend
-        pos = self._first_line_start(lo, wend, False)
-        if pos is not None:
-            return pos
-        found = _WS.search(self.text, lo - 1, wend - 1)
-        pos = lo if found is None else found.end()
-        return min(self._crlf_forward(pos), wend)
-
-    def windows(self, start: int, end: int) -> list[tuple[int, int]]:
-        """Cut ``[start, end)`` into windows of at most ``max_tokens`` each."""
-        sc = self.sc
-        budget = self.max_tokens
-        out: list[tuple[int, int]] = []
-        wstart = prev_end = start
-        while True:
-            limit = sc.max_end(wstart, budget, end)
-            if limit <= prev_end:
-                # Only a degenerate estimator (one char over the budget) gets here:
-                # take one more character (two for CRLF) so the loop always advances.
-                limit = min(end, self._fix_crlf(prev_end + 1, prev_end))
-            wend = end if limit >= end else self._cut(prev_end, limit)
-            out.append((wstart, wend))
-            if wend >= end:
-                return out
-            # The next window must start after this one's first visible character,
-            # so that trimmed windows still start strictly in order.
-            first = _NONBLANK.search(self.text, wstart, wend)
-            floor = wstart if first is None else first.start()
-            wstart, prev_end = self._overlap_start(floor, wend), wend
-
-    # -- assembling ------------------------------------------------------------
-
-    def fit(self, start: int, end: int, path: tuple[str, ...], out: list[_Span]) -> None:
-        """Append ``[start, end)`` trimmed, windowed if over budget, to ``out``."""
-        trimmed = self.trim(start, end)
-        if trimmed is None:
-            return
-        start, end = trimmed
-        if self.sc.cost(start, end) <= self.max_tokens:
-            out.append((start, end, path))
-            return
-        last_end = -1
-        for wstart, wend in self.windows(start, end):
-            window = self.trim(wstart, wend)
-            if window is None or window[1] <= last_end:
-                continue  # nothing new beyond the previous window
-            out.append((window[0], window[1], path))
-            last_end = window[1]
+    :data:`PARSE_LIMIT_CHARS` and ``_headings_markdown_it`` are looked up in this
+    module at call time (tests patch them here).
+    """
+    body = doc.text[body_start:]
+    # The line holding body_start (a BOM-only offset of 1 still means line 0).
+    first_line = bisect_right(doc.line_starts, body_start) - 1
+    if len(body) <= PARSE_LIMIT_CHARS:
+        try:
+            return _headings_markdown_it(body, first_line), "markdown-it"
+        except RecursionError:
+            pass
+    return headings_line_scan(doc, body_start, first_line), "line-scan"
 
 
 def _basename(path: str) -> str:
     return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
-def _build_chunks(text: str, spans: list[_Span], estimator: Callable[[str], int]) -> list[Chunk]:
+def _build_chunks(text: str, spans: list[Span], estimator: Callable[[str], int]) -> list[Chunk]:
     chunks: list[Chunk] = []
     ascii_only = text.isascii()
     byte_pos = char_pos = 0
@@ -921,11 +445,11 @@ def chunk_markdown(
         estimator = get_estimator(config.estimator)
     except UnknownEstimatorError as exc:
         raise ChunkerConfigError("estimator", str(exc)) from None
-    fm_span = _front_matter_span(text)
+    fm_span = front_matter_span(text)
     front_matter = (
-        {} if fm_span is None else _parse_front_matter_lines(_NEWLINE.split(text[fm_span[0] : fm_span[1]]))
+        {} if fm_span is None else parse_front_matter_lines(NEWLINE.split(text[fm_span[0] : fm_span[1]]))
     )
-    if _NONBLANK.search(text) is None:
+    if NONBLANK.search(text) is None:
         return ChunkResult([], front_matter)
     strategy = config.strategy
     n = len(text)
@@ -933,8 +457,8 @@ def chunk_markdown(
         return ChunkResult(_build_chunks(text, [(0, n, ())], estimator), front_matter)
 
     is_index = path is not None and _basename(path) in config.index_names
-    doc = _Doc(text, config, estimator, estimator.span_cost, is_index)
-    spans: list[_Span] = []
+    doc = ChunkDoc(text, config.max_tokens, config.overlap_tokens, estimator.span_cost, is_index)
+    spans: list[Span] = []
     parser = "none"
     if strategy == "windows":
         doc.fit(0, n, (), spans)
@@ -943,8 +467,8 @@ def chunk_markdown(
             body_start = fm_span[2]
         else:
             body_start = 1 if text.startswith("\ufeff") else 0
-        sections, parser = doc.sections(body_start)
-        for start, end, heading_path in sections:
+        headings, parser = _find_headings(doc, body_start)
+        for start, end, heading_path in doc.sections(headings):
             if strategy == "headings":
                 trimmed = doc.trim(start, end)
                 if trimmed is not None:

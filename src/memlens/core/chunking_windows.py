@@ -1,0 +1,279 @@
+"""Section assembly and window cutting for the chunker.
+
+Part of :mod:`memlens.core.chunking` (see its docstring for the rules).
+:class:`ChunkDoc` is one text being chunked: it turns the headings found by
+:mod:`memlens.core.chunking_scan` into trimmed heading sections, and cuts spans
+over ``max_tokens`` into overlapping windows (line-only cuts for index files).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+
+from .chunking_scan import NONBLANK, WS, Heading, LineIndex
+from .tokens import SpanCost
+
+__all__ = ["ChunkDoc", "Span"]
+
+_ITEM_BOUNDARY = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t\r\n]|\Z)|[ \t]{0,3}#|[ \t]*(?:\r\n?|\n)?\Z")
+_LINK = re.compile(
+    r"!?\[[^\]\r\n]*\]\([^)\r\n]*\)|!?\[[^\]\r\n]*\]\[[^\]\r\n]*\]|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>"
+)
+
+# A chunk span: (start char, end char, heading path).
+Span = tuple[int, int, tuple[str, ...]]
+
+
+class ChunkDoc(LineIndex):
+    """One text being chunked, with lazily built line index and span costs."""
+
+    def __init__(
+        self,
+        text: str,
+        max_tokens: int,
+        overlap_tokens: int,
+        span_cost_factory: Callable[[str], SpanCost],
+        is_index: bool,
+    ) -> None:
+        super().__init__(text)
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self.is_index = is_index
+        self._span_cost_factory = span_cost_factory
+        self._sc: SpanCost | None = None
+
+    # -- lazily built helpers -------------------------------------------------
+
+    @property
+    def sc(self) -> SpanCost:
+        if self._sc is None:
+            self._sc = self._span_cost_factory(self.text)
+        return self._sc
+
+    def trim(self, start: int, end: int) -> tuple[int, int] | None:
+        """Shrink ``[start, end)`` to whole lines from the first non-blank line to
+        just after the last non-whitespace character; ``None`` when blank."""
+        first = NONBLANK.search(self.text, start, end)
+        if first is None:
+            return None
+        starts = self.line_starts
+        line_start = starts[bisect_right(starts, first.start()) - 1]
+        new_start = max(start, line_start)
+        new_end = start + len(self.text[start:end].rstrip())
+        return new_start, new_end
+
+    # -- sections --------------------------------------------------------------
+
+    def _raw_sections(self, headings: list[Heading]) -> list[tuple[int, int, tuple[str, ...], bool]]:
+        """``(start, end, heading path, has own content)`` per section, preamble first."""
+        n = self.n
+        raw: list[tuple[int, int, tuple[str, ...], bool]] = []
+        first = self.line_pos(headings[0][0]) if headings else n
+        if self.has_content(0, first):
+            raw.append((0, first, (), True))
+        stack: list[tuple[int, str]] = []
+        for i, (line, after, level, title) in enumerate(headings):
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            start = self.line_pos(line)
+            end = self.line_pos(headings[i + 1][0]) if i + 1 < len(headings) else n
+            content = self.has_content(self.line_pos(after), end)
+            raw.append((start, end, tuple(t for _, t in stack), content))
+        return raw
+
+    def sections(self, headings: list[Heading]) -> list[Span]:
+        """Heading sections (untrimmed), heading-only sections merged away."""
+        n = self.n
+        out: list[Span] = []
+        pending: int | None = None
+        pending_path: tuple[str, ...] = ()
+        for start, end, path, content in self._raw_sections(headings):
+            if not content:
+                if pending is None:
+                    pending = start
+                pending_path = path
+                continue
+            if pending is not None:
+                start, pending = pending, None
+            out.append((start, end, path))
+        if pending is not None:
+            if out:
+                last_start, _, last_path = out[-1]
+                out[-1] = (last_start, n, last_path)
+            else:
+                out.append((pending, n, pending_path))
+        return out
+
+    # -- windows ---------------------------------------------------------------
+
+    def _is_item_boundary(self, index: int) -> bool:
+        start = self.line_starts[index]
+        if _ITEM_BOUNDARY.match(self.text, start, self.line_end(index)):
+            return True
+        return index > 0 and self.is_blank_line(index - 1)
+
+    def _last_line_start(self, lo: int, hi: int, preferred: bool) -> int | None:
+        """Largest line start in ``[lo, hi]`` (an item boundary if ``preferred``)."""
+        starts = self.line_starts
+        k = bisect_right(starts, hi) - 1
+        while k >= 0 and starts[k] >= lo:
+            if not preferred or self._is_item_boundary(k):
+                return starts[k]
+            k -= 1
+        return None
+
+    def _first_line_start(self, lo: int, hi: int, preferred: bool) -> int | None:
+        """Smallest line start in ``[lo, hi)`` (an item boundary if ``preferred``)."""
+        starts = self.line_starts
+        k = bisect_left(starts, lo)
+        while k < len(starts) and starts[k] < hi:
+            if not preferred or self._is_item_boundary(k):
+                return starts[k]
+            k += 1
+        return None
+
+    def _link_spans(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Markdown link spans on the lines touching ``[lo, hi]``."""
+        starts = self.line_starts
+        first = starts[bisect_right(starts, lo) - 1]
+        last = self.line_end(bisect_right(starts, hi) - 1)
+        return [m.span() for m in _LINK.finditer(self.text, first, last)]
+
+    @staticmethod
+    def _inside(pos: int, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+        for s, e in spans:
+            if s < pos < e:
+                return s, e
+        return None
+
+    def _last_ws_cut(self, lo: int, hi: int) -> int | None:
+        """Largest ``p`` in ``[lo, hi]`` right after a whitespace char (outside links
+        for index files)."""
+        if hi < lo or lo < 1:
+            return None
+        text = self.text
+        if not self.is_index:
+            found = WS.search(text[lo - 1 : hi][::-1])
+            return None if found is None else hi - found.start()
+        spans = self._link_spans(lo, hi)
+        for m in reversed(list(WS.finditer(text, lo - 1, hi))):
+            if self._inside(m.end(), spans) is None:
+                return m.end()
+        return None
+
+    def _crlf_forward(self, pos: int) -> int:
+        """Move a start position that falls between ``\\r`` and ``\\n`` past the pair."""
+        text = self.text
+        if 0 < pos < self.n and text[pos - 1] == "\r" and text[pos] == "\n":
+            return pos + 1
+        return pos
+
+    def _fix_crlf(self, pos: int, lo: int) -> int:
+        """Never cut between ``\\r`` and ``\\n``: step back if possible, else forward."""
+        text = self.text
+        if 0 < pos < self.n and text[pos - 1] == "\r" and text[pos] == "\n":
+            return pos - 1 if pos - 1 > lo else pos + 1
+        return pos
+
+    def _cut_index(self, lo: int, hi: int, mid: int) -> int:
+        """Choose a window end in ``(lo, hi]`` for an index file (between lines if possible)."""
+        for a, b, preferred in ((mid, hi, True), (mid, hi, False), (lo + 1, mid, True)):
+            pos = self._last_line_start(a, b, preferred)
+            if pos is not None:
+                return pos
+        pos = self._last_line_start(lo + 1, mid, False)
+        if pos is not None:
+            return pos
+        pos = self._last_ws_cut(lo + 1, hi)
+        if pos is not None:
+            return pos
+        link = self._inside(hi, self._link_spans(hi, hi))
+        if link is not None and link[0] > lo:
+            return self._fix_crlf(link[0], lo)
+        return self._fix_crlf(hi, lo)
+
+    def _cut(self, lo: int, hi: int) -> int:
+        """Choose a window end in ``(lo, hi]``."""
+        mid = lo + (hi - lo + 1) // 2
+        if self.is_index:
+            return self._cut_index(lo, hi, mid)
+        # Only accept a boundary that keeps at least half of the new text the budget
+        # allows; otherwise a full-size character cut beats a near-empty window
+        # (such as a lone heading line in front of a giant unbroken line).
+        pos = self._last_line_start(mid, hi, False)
+        if pos is None:
+            pos = self._last_ws_cut(mid, hi)
+        return self._fix_crlf(hi if pos is None else pos, lo)
+
+    def _overlap_start_index(self, lo: int, wend: int) -> int:
+        """Overlap start in ``[lo, wend]`` for an index file: a line start or a word
+        outside a link, else ``wend`` (no overlap)."""
+        for preferred in (True, False):
+            pos = self._first_line_start(lo, wend, preferred)
+            if pos is not None:
+                return pos
+        spans = self._link_spans(lo, wend)
+        for m in WS.finditer(self.text, lo - 1, wend - 1):
+            if self._inside(m.end(), spans) is None:
+                return min(wend, self._crlf_forward(m.end()))
+        return wend
+
+    def _overlap_start(self, wstart: int, wend: int) -> int:
+        """Start of the window after one ending at ``wend``, in ``(wstart, wend]``."""
+        if self.overlap_tokens == 0:
+            return wend
+        lo = self.sc.min_start(wend, self.overlap_tokens, wstart + 1)
+        if lo >= wend:
+            return wend
+        if self.is_index:
+            return self._overlap_start_index(lo, wend)
+        pos = self._first_line_start(lo, wend, False)
+        if pos is not None:
+            return pos
+        found = WS.search(self.text, lo - 1, wend - 1)
+        pos = lo if found is None else found.end()
+        return min(self._crlf_forward(pos), wend)
+
+    def windows(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Cut ``[start, end)`` into windows of at most ``max_tokens`` each."""
+        sc = self.sc
+        budget = self.max_tokens
+        out: list[tuple[int, int]] = []
+        wstart = prev_end = start
+        while True:
+            limit = sc.max_end(wstart, budget, end)
+            if limit <= prev_end:
+                # Only a degenerate estimator (one char over the budget) gets here:
+                # take one more character (two for CRLF) so the loop always advances.
+                limit = min(end, self._fix_crlf(prev_end + 1, prev_end))
+            wend = end if limit >= end else self._cut(prev_end, limit)
+            out.append((wstart, wend))
+            if wend >= end:
+                return out
+            # The next window must start after this one's first visible character,
+            # so that trimmed windows still start strictly in order.
+            first = NONBLANK.search(self.text, wstart, wend)
+            floor = wstart if first is None else first.start()
+            wstart, prev_end = self._overlap_start(floor, wend), wend
+
+    # -- assembling ------------------------------------------------------------
+
+    def fit(self, start: int, end: int, path: tuple[str, ...], out: list[Span]) -> None:
+        """Append ``[start, end)`` trimmed, windowed if over budget, to ``out``."""
+        trimmed = self.trim(start, end)
+        if trimmed is None:
+            return
+        start, end = trimmed
+        if self.sc.cost(start, end) <= self.max_tokens:
+            out.append((start, end, path))
+            return
+        last_end = -1
+        for wstart, wend in self.windows(start, end):
+            window = self.trim(wstart, wend)
+            if window is None or window[1] <= last_end:
+                continue  # nothing new beyond the previous window
+            out.append((window[0], window[1], path))
+            last_end = window[1]
