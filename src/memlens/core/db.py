@@ -34,7 +34,7 @@ import sqlite_vec
 
 from . import faults
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 15_000
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -223,7 +223,19 @@ DROP TABLE embedding_cache;
 ALTER TABLE embedding_cache_v4 RENAME TO embedding_cache;
 """
 
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4]
+# v5: chunker settings chosen by a rechunk, remembered per document, per repository or
+# for all documents (owner: chunker_choice.py).
+_SCHEMA_V5 = """
+CREATE TABLE chunker_choices (
+    scope TEXT NOT NULL CHECK (scope IN ('document', 'repository', 'all')),
+    key TEXT NOT NULL,
+    config TEXT NOT NULL,
+    set_at REAL NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5]
 
 _vec_path: str | None = None
 _vec_lock = threading.Lock()

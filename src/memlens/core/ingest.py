@@ -23,9 +23,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import apsw
 
+from . import chunker_choice
+from .chunker_choice import ChunkerChoice
 from .chunking import ChunkerConfig, chunk_markdown
 from .installkey import keyed_hash
 from .projection import delete_nodes
@@ -147,6 +150,107 @@ def _vanished(doc: dict[str, object]) -> bool:
     return False
 
 
+Emit = Callable[[FileChange], None]
+
+
+def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit
+          ) -> tuple[list[SourceFile], set[str]] | None:
+    """Scan ``root`` (limited to ``wanted``); emit scan errors.
+
+    Returns:
+        The files and the logical paths that failed, or None when the root itself
+        cannot be scanned (already reported).
+    """
+    try:
+        files, scan_errors = scan_root(root)
+    except SourceError as exc:
+        emit(FileChange("failed", root.repository, ".", error=str(exc)))
+        return None
+    if wanted is not None:
+        files = [f for f in files if f.logical_path in wanted]
+        scan_errors = [e for e in scan_errors if e[0] in wanted]
+    errored: set[str] = set()
+    for rel, err in scan_errors:
+        errored.add(rel)
+        emit(FileChange("failed", root.repository, rel, error=err))
+    return files, errored
+
+
+def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
+                     root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
+                     max_bytes: int, emit: Emit, errored: set[str]) -> list[PreparedFile]:
+    """Prepare every file not caught by the stat fast path; failures go to ``errored``.
+
+    ``configs`` maps a document id to its remembered chunker choice (None: the
+    choice for documents without one of their own)."""
+    prepared: list[PreparedFile] = []
+    for sf in files:
+        doc = live.get(sf.logical_path)
+        config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
+        try:
+            if doc is not None and doc["source_path"] == str(sf.abs_path):
+                st = stat_file(sf.abs_path)
+                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
+                    emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
+                    continue
+            prepared.append(prepare_file(sf, config, key, max_bytes))
+        except SourceError as exc:
+            errored.add(sf.logical_path)
+            emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
+            errored.add(sf.logical_path)
+            emit(FileChange("failed", root.repository, sf.logical_path,
+                            error=f"internal error while reading ({exc.__class__.__name__}: "
+                            f"{exc}); please report it"))
+    return prepared
+
+
+def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[PreparedFile]
+                   ) -> dict[str, int]:
+    """Rename inference: unique hash on both sides, same repository, new path not occupied.
+
+    Returns:
+        ``{new logical path: document id}``.
+    """
+    by_hash_gone: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in vanished:
+        by_hash_gone[str(d["content_hash"])].append(d)
+    by_hash_new: dict[str, list[PreparedFile]] = defaultdict(list)
+    for pf in new_files:
+        by_hash_new[pf.content_hash].append(pf)
+    renames: dict[str, int] = {}  # new logical path -> doc id
+    for h, gone in by_hash_gone.items():
+        news = by_hash_new.get(h, [])
+        if len(gone) == 1 and len(news) == 1:
+            renames[news[0].logical_path] = int(str(gone[0]["id"]))
+    return renames
+
+
+def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, int],
+                    vanished: Sequence[dict[str, Any]], existing: dict[str, Any] | None,
+                    now: Clock, emit: Emit) -> None:
+    """Write one prepared file as a rename, create or update revision."""
+    try:
+        if pf.logical_path in renames:
+            doc_id = renames[pf.logical_path]
+            old = next(str(d["logical_path"]) for d in vanished if d["id"] == doc_id)
+            write_rename(conn, doc_id, pf, now())
+            emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
+            return
+        if existing is None or existing["tombstoned_at"] is not None:
+            doc_id = write_create(conn, pf, now())
+            emit(FileChange("create", pf.repository, pf.logical_path, doc_id))
+        else:
+            kind = write_update(conn, int(existing["id"]), pf, now())
+            emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
+                            pf.logical_path, int(existing["id"])))
+    except SourceChanged as exc:
+        emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
+    except apsw.Error as exc:
+        emit(FileChange("failed", pf.repository, pf.logical_path,
+                        error=f"database error: {exc}"))
+
+
 def ingest_root(
     conn: apsw.Connection,
     root: MemoryRoot,
@@ -163,7 +267,9 @@ def ingest_root(
     Args:
         conn: Database connection.
         root: The memory folder and its repository.
-        config: Chunker configuration for new revisions.
+        config: Chunker configuration for new revisions, unless a rechunk remembered
+            another one for the document, its repository or all documents
+            (:mod:`memlens.core.chunker_choice`).
         key: Per-install key for the keyed source hash.
         now: Clock.
         only_paths: Limit the work to these logical paths (watcher batches); a
@@ -178,102 +284,36 @@ def ingest_root(
         if on_change:
             on_change(ch)
 
-    try:
-        files, scan_errors = scan_root(root)
-    except SourceError as exc:
-        emit(FileChange("failed", root.repository, ".", error=str(exc)))
-        return report
     wanted = set(only_paths) if only_paths is not None else None
-    if wanted is not None:
-        files = [f for f in files if f.logical_path in wanted]
-        scan_errors = [e for e in scan_errors if e[0] in wanted]
+    scanned = _scan(root, wanted, emit)
+    if scanned is None:
+        return report
+    files, errored = scanned
     seen: set[str] = {f.logical_path for f in files}
-    errored: set[str] = set()
-    for rel, err in scan_errors:
-        errored.add(rel)
-        emit(FileChange("failed", root.repository, rel, error=err))
 
     live = {d["logical_path"]: d for d in live_documents_under(conn, str(root.path))}
     # Also documents of this repository stored under another root path (moved folder).
-    prepared: list[PreparedFile] = []
-    for sf in files:
-        doc = live.get(sf.logical_path)
-        try:
-            if doc is not None and doc["source_path"] == str(sf.abs_path):
-                st = stat_file(sf.abs_path)
-                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
-                    emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
-                    continue
-            prepared.append(prepare_file(sf, config, key, max_bytes))
-        except SourceError as exc:
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path,
-                            error=f"internal error while reading ({exc.__class__.__name__}: "
-                            f"{exc}); please report it"))
+    configs = chunker_choice.resolver(conn, root.repository, config)
+    prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored)
 
     vanished = [
         d for p, d in live.items()
         if p not in seen and p not in errored and (wanted is None or p in wanted) and _vanished(d)
     ]
-    # Rename inference: unique hash on both sides, same repository, new path not occupied.
-    by_hash_gone: dict[str, list[dict[str, object]]] = defaultdict(list)
-    for d in vanished:
-        by_hash_gone[str(d["content_hash"])].append(d)
     existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
                      for pf in prepared}
-    new_files = [pf for pf in prepared if existing_docs[pf.logical_path] is None]
-    by_hash_new: dict[str, list[PreparedFile]] = defaultdict(list)
-    for pf in new_files:
-        by_hash_new[pf.content_hash].append(pf)
-    renames: dict[str, int] = {}  # new logical path -> doc id
-    for h, gone in by_hash_gone.items():
-        news = by_hash_new.get(h, [])
-        if len(gone) == 1 and len(news) == 1:
-            renames[news[0].logical_path] = int(str(gone[0]["id"]))
+    renames = _infer_renames(vanished, [pf for pf in prepared
+                                        if existing_docs[pf.logical_path] is None])
     renamed_ids = set(renames.values())
 
     for pf in prepared:
-        try:
-            if pf.logical_path in renames:
-                doc_id = renames[pf.logical_path]
-                old = next(str(d["logical_path"]) for d in vanished if d["id"] == doc_id)
-                write_rename(conn, doc_id, pf, now())
-                emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
-                continue
-            existing = existing_docs[pf.logical_path]
-            if existing is None or existing["tombstoned_at"] is not None:
-                doc_id = write_create(conn, pf, now())
-                emit(FileChange("create", pf.repository, pf.logical_path, doc_id))
-            else:
-                kind = write_update(conn, int(existing["id"]), pf, now())
-                emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
-                                pf.logical_path, int(existing["id"])))
-        except SourceChanged as exc:
-            emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
-        except apsw.Error as exc:
-            emit(FileChange("failed", pf.repository, pf.logical_path,
-                            error=f"database error: {exc}"))
+        _write_prepared(conn, pf, renames, vanished, existing_docs[pf.logical_path], now, emit)
     for d in vanished:
         if d["id"] in renamed_ids:
             continue
         write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
-
-
-def ingest_roots(conn: apsw.Connection, roots: Sequence[MemoryRoot], config: ChunkerConfig,
-                 key: bytes, now: Clock, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 on_change: Callable[[FileChange], None] | None = None) -> IngestReport:
-    """Ingest several memory roots; one report for all."""
-    total = IngestReport()
-    for root in roots:
-        total.changes.extend(
-            ingest_root(conn, root, config, key, now, max_bytes=max_bytes,
-                        on_change=on_change).changes)
-    return total
 
 
 def max_file_bytes() -> int:
@@ -285,5 +325,4 @@ def max_file_bytes() -> int:
         return DEFAULT_MAX_FILE_BYTES
 
 
-__all__ = ["FileChange", "IngestReport", "ingest_root", "ingest_roots", "prepare_file",
-           "max_file_bytes", "Path"]
+__all__ = ["FileChange", "IngestReport", "ingest_root", "prepare_file", "max_file_bytes", "Path"]

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from . import chunker_choice as choice
 from . import db as dbm
 from . import doctor as doctor_mod
 from . import projection as proj
 from . import search as search_mod
 from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
+from .chunker_choice import ChunkerChoice
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import Settings, load_settings
 from .embedding import Embedder, EmbedderUnavailable, make_embedder
@@ -540,13 +542,85 @@ class MemoryService:
         return self.project(ids) if ids else proj.ProjectionReport([])
 
     def rechunk_and_project(self, doc_ids: Sequence[int] | None, config: ChunkerConfig, *,
-                            project: bool = True) -> RechunkOutcome:
-        """Rechunk one, some or all (``None``) live documents, then project the changed ones."""
-        if doc_ids is None:
+                            project: bool = True, repository: str | None = None,
+                            remember: bool = True) -> RechunkOutcome:
+        """Rechunk one, some, a repository's or all (``None``) live documents, then
+        project the changed ones.
+
+        With ``remember`` (the default) the choice sticks: it is recorded per document,
+        for ``repository``, or for all documents, and later edits and re-ingests chunk
+        with it (see :mod:`memlens.core.chunker_choice`).
+        """
+        config.validate()
+        if remember:
+            self.remember_chunker(config, doc_ids, repository=repository)
+        if repository is not None:
+            doc_ids = [d.id for d in self.list_documents(repository=repository)]
+        elif doc_ids is None:
             doc_ids = [d.id for d in self.list_documents()]
         changed = self.rechunk(doc_ids, config)
         rep = self.project(changed) if (changed and project) else None
         return RechunkOutcome(config, len(doc_ids), tuple(changed), rep)
+
+    def remember_chunker(self, config: ChunkerConfig, doc_ids: Sequence[int] | None, *,
+                         repository: str | None = None) -> str:
+        """Record a rechunk's configuration so later writes keep it; returns the scope
+        (``repository`` when given, ``all`` when ``doc_ids`` is None, else ``document``
+        for each id). A broader choice clears the narrower ones it covers."""
+        config.validate()
+        conn, now = self.conn(), self.clock()
+        if repository is not None:
+            ids = [d.id for d in self.list_documents(repository=repository)]
+            choice.remember(conn, "repository", config, now, repository=repository,
+                            document_ids=ids)
+            return "repository"
+        if doc_ids is None:
+            choice.remember(conn, "all", config, now)
+            return "all"
+        for d in doc_ids:
+            choice.remember(conn, "document", config, now, document_id=d)
+        return "document"
+
+    def effective_chunker(self, doc_id: int) -> ChunkerChoice:
+        """The chunker settings a document uses now and where they come from
+        (document > repository > all documents > settings)."""
+        doc = self.detail(doc_id)
+        if doc is None:
+            raise LookupError(f"no document with id {doc_id}")
+        return choice.effective(self.conn(), doc_id, doc.repository, self.chunker_config())
+
+    def reset_chunker(self, doc_id: int | None = None, *, repository: str | None = None,
+                      project: bool = True) -> RechunkOutcome:
+        """Forget a remembered choice (of one document, of ``repository``, or — both
+        None — the all-documents one) and rechunk the affected documents with what
+        applies then."""
+        conn = self.conn()
+        if doc_id is not None:
+            choice.forget(conn, "document", document_id=doc_id)
+            ids = [doc_id]
+        elif repository is not None:
+            choice.forget(conn, "repository", repository=repository)
+            ids = [d.id for d in self.list_documents(repository=repository)]
+        else:
+            choice.forget(conn, "all")
+            ids = [d.id for d in self.list_documents()]
+        changed: list[int] = []
+        for d in ids:
+            eff = self.effective_chunker(d)
+            changed.extend(self.rechunk([d], eff.config))
+        rep = self.project(changed) if (changed and project) else None
+        return RechunkOutcome(self.chunker_config(), len(ids), tuple(changed), rep)
+
+    def chunker_choices(self) -> list[tuple[str, str, ChunkerConfig, float]]:
+        """Every remembered chunker choice as (scope, target, config, set_at); the target
+        is ``repository/path`` for a document, the repository, or ``*`` for all."""
+        out = []
+        for scope, key, cfg, at in choice.choices(self.conn()):
+            if scope == "document":
+                d = self.detail(int(key))
+                key = f"{d.repository}/{d.path}" if d is not None else f"document {key}"
+            out.append((scope, key, cfg, at))
+        return out
 
     def chunker_config_with(self, overrides: Mapping[str, Any]) -> ChunkerConfig:
         """The configured chunker with some fields replaced (validated).

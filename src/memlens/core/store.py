@@ -27,6 +27,7 @@ from typing import Any
 import apsw
 
 from . import faults
+from .chunker_choice import config_label
 from .chunking import CHUNKER_NAME, CHUNKER_VERSION, Chunk, ChunkerConfig
 from .db import rows, scalar, write_txn
 
@@ -396,6 +397,16 @@ def write_delete(conn: apsw.Connection, doc_id: int, now: float,
         faults.checkpoint("store.commit")
 
 
+def _cfg_label(stored: str | None) -> str:
+    """``adaptive/400/80`` for a stored canonical chunker config (``-`` if none)."""
+    if not stored:
+        return "-"
+    try:
+        return config_label(ChunkerConfig.from_json(stored))
+    except (ValueError, TypeError):
+        return stored
+
+
 def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
                   chunks: Sequence[Chunk], now: float) -> int | None:
     """Record a `rechunk` revision (same content, new chunker config).
@@ -413,8 +424,8 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
         text = doc["content"] or ""
         old_cfg = cur[0]["chunker_config"] if cur else None
         _supersede(conn, doc["current_revision_id"], text, doc["logical_path"],
-                   doc["logical_path"], summary_override=f"rechunked: {old_cfg} -> "
-                   f"{config.canonical_json()}")
+                   doc["logical_path"], summary_override=f"rechunked: {_cfg_label(old_cfg)}"
+                   f" → {config_label(config)}")
         pf = PreparedFile(
             repository=doc["repository"], logical_path=doc["logical_path"],
             source_path=doc["source_path"] or "", source_root=doc["source_root"] or "",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .bench import BenchError
+from .chunker_choice import ChunkerChoice
 from .chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, ChunkResult
 from .config import (
     FUSIONS,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from .watch import WatchEvent
 
 __all__ = [
-    "BenchError", "Chunk", "ChunkResult", "ChunkerConfig", "ChunkerConfigError",
+    "BenchError", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig", "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FilterIndex",

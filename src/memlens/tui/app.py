@@ -484,15 +484,16 @@ class MemlensApp(AppWorkers):
             return
         self.run_retry(d.doc_id)
 
-    def _base_config(self) -> ChunkerConfig:
+    def _base_config(self) -> tuple[ChunkerConfig, str]:
+        """The selected document's effective chunker settings and where they come from."""
         d = self.detail
-        base = self.service.chunker_config()
-        if d is not None and d.chunker:
+        if d is not None:
             try:
-                return ChunkerConfig.from_dict({**base.to_dict(), **d.chunker})
-            except ValueError:
-                return base
-        return base
+                eff = self.service.effective_chunker(d.doc_id)
+                return eff.config, eff.origin
+            except LookupError:
+                pass
+        return self.service.chunker_config(), "settings"
 
     def action_rechunk(self, all_documents: bool = False) -> None:
         """Open the rechunk dialog for the selected document."""
@@ -504,8 +505,9 @@ class MemlensApp(AppWorkers):
             self.notify("deleted documents cannot be rechunked", severity="warning")
             return
         label = f"{d.document['repository']}/{d.document['path']}"
-        dialog = RechunkDialog(d.doc_id, label, self._base_config(),
-                               int(self.stats.get("documents", 0)))
+        base, origin = self._base_config()
+        dialog = RechunkDialog(d.doc_id, label, base, int(self.stats.get("documents", 0)),
+                               origin=origin)
         self.push_screen(dialog, self._rechunk_chosen)
         if all_documents:
             dialog.call_after_refresh(dialog.set_all_documents)

@@ -148,10 +148,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("rechunk", help="re-chunk stored documents with another config",
                        description="Create rechunk revisions (same content, new chunker config) "
-                       "and re-project them.")
+                       "and re-project them. The choice is remembered for the document, the "
+                       "repository (--all --repository R) or all documents (--all): later edits "
+                       "and re-ingests keep it (document > repository > all > settings). "
+                       "--reset forgets it.")
     s.add_argument("path", nargs="?", help="logical path of one document")
     s.add_argument("--all", action="store_true", help="rechunk every live document")
     s.add_argument("--repository", help="repository of PATH, or limit --all to it")
+    s.add_argument("--reset", action="store_true",
+                   help="forget the remembered choice and rechunk with what applies then")
+    s.add_argument("--no-remember", action="store_true",
+                   help="rechunk once; the next write of the file uses the remembered/default")
     _chunker_flags(s)
     s.add_argument("--defer-projection", action="store_true")
     _common(s)
@@ -170,9 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub: Any) -> None:
     """Subcommands implemented in their own modules (watch, bench, tui)."""
-    from memlens.tui import cli_bench, cli_tui, cli_watch
+    from memlens.tui import cli_bench, cli_mcp, cli_tui, cli_watch
 
-    for mod in (cli_watch, cli_bench, cli_tui):
+    for mod in (cli_watch, cli_bench, cli_mcp, cli_tui):
         mod.register(sub, _common)
 
 
@@ -437,17 +444,23 @@ def cmd_rechunk(args: argparse.Namespace) -> int:
     svc = _service(args)
     try:
         cfg = _chunker_config(args, svc.settings.chunker_dict())
-        if args.all:
-            ids = [d.id for d in svc.list_documents(repository=args.repository)]
-        else:
+        doc_id = None
+        if not args.all:
             try:
                 doc = svc.locate(args.repository, args.path)
             except LookupError as exc:
                 raise CliError(str(exc)) from None
             if doc is None or doc.tombstoned:
                 raise CliError(f"no live document {args.path!r}", EXIT_FAIL)
-            ids = [doc.id]
-        out = svc.rechunk_and_project(ids, cfg, project=not args.defer_projection)
+            doc_id = doc.id
+        project = not args.defer_projection
+        repo = args.repository if args.all else None
+        if args.reset:
+            out = svc.reset_chunker(doc_id, repository=repo, project=project)
+        else:
+            out = svc.rechunk_and_project(None if doc_id is None else [doc_id], cfg,
+                                          project=project, repository=repo,
+                                          remember=not args.no_remember)
     finally:
         svc.close()
     data = out.as_json()
@@ -485,6 +498,17 @@ def cmd_config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     data = s.as_json()
+    data["chunker_choices"] = []
+    if s.db_path.is_file():  # never create a database just to show settings
+        svc = MemoryService(s)
+        try:
+            data["chunker_choices"] = [
+                {"scope": scope, "target": target, "config": json.loads(cfg.canonical_json()),
+                 "set_at": at} for scope, target, cfg, at in svc.chunker_choices()]
+        except DatabaseError as exc:
+            raise CliError(str(exc), EXIT_FAIL) from None
+        finally:
+            svc.close()
     if args.json:
         _print_json(data)
     else:
@@ -493,6 +517,10 @@ def cmd_config(args: argparse.Namespace) -> int:
             print(f"  {k} = {v['value']!r}   ({v['source']})")
         for k, v in data["embedder_options"].items():
             print(f"  embedder.{k} = {v!r}   (file)")
+        for c in data["chunker_choices"]:
+            cfg = c["config"]
+            print(f"  chunker for {c['target']} = {cfg['strategy']}/{cfg['max_tokens']}/"
+                  f"{cfg['overlap_tokens']}   (rechunk, {c['scope']})")
     return EXIT_OK
 
 

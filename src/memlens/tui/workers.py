@@ -22,7 +22,7 @@ from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, WatchEvent
 
 from . import jobs
-from .messages import DocumentsLoaded, StatsLoaded, WatchStatus
+from .messages import DocumentRowsChanged, DocumentsLoaded, StatsLoaded, WatchStatus
 from .screens.rechunk import RechunkRequest
 
 
@@ -143,9 +143,19 @@ class AppWorkers(App[None]):
                 ids = [d.id for d in svc.list_documents()]
             else:
                 ids = [request.doc_id] if request.doc_id is not None else []
-            changed = jobs.rechunk(svc, ids, request.config, self.post_message, self._cancelled)
-            if changed is None:
-                return
+            if request.reset:
+                out = svc.reset_chunker(None if request.all_documents else request.doc_id,
+                                        project=False)
+                changed = list(out.changed)
+                if changed:
+                    self.post_message(DocumentRowsChanged(svc.document_summaries(changed)))
+            else:
+                svc.remember_chunker(request.config, None if request.all_documents else ids)
+                rechunked = jobs.rechunk(svc, ids, request.config, self.post_message,
+                                         self._cancelled)
+                if rechunked is None:
+                    return
+                changed = rechunked
             self._invalidate_filter_index()
             ready, bad = jobs.project_ids(svc, changed, "rechunk", self.post_message,
                                           self._cancelled)

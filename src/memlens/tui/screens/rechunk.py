@@ -3,7 +3,9 @@
 The preview (``MemoryService.preview_rechunk``) runs in a thread worker on every
 change and shows the proposed boundaries beside the current ones, with chunk
 count and min/median/max tokens. Apply returns a :class:`RechunkRequest`;
-Cancel (or Escape) returns ``None`` and writes nothing.
+Cancel (or Escape) returns ``None`` and writes nothing. The choice is remembered
+(for this document, or for all documents) so later edits and re-ingests keep it;
+"Reset" forgets it and goes back to what applies above it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ..widgets.debounce import Debouncer
 from ..widgets.fmt import size_bar, token_stats
 
 PREVIEW_DEBOUNCE = 0.1
+ORIGINS = {"document": "this document's rechunk", "repository": "this repository's rechunk",
+           "all": "a rechunk of all documents", "settings": "settings (config file or default)"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class RechunkRequest:
     config: ChunkerConfig
     all_documents: bool
     doc_id: int | None
+    reset: bool = False  # forget the remembered choice instead of applying ``config``
 
 
 def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400) -> Content:
@@ -112,11 +117,13 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     }
     """
 
-    def __init__(self, doc_id: int, label: str, base: ChunkerConfig, live_count: int) -> None:
+    def __init__(self, doc_id: int, label: str, base: ChunkerConfig, live_count: int,
+                 origin: str = "settings") -> None:
         super().__init__()
         self.doc_id = doc_id
         self.label = label
         self.base = base
+        self.origin = origin
         self.live_count = live_count
         self.config: ChunkerConfig | None = base
         self.debouncer = Debouncer(self, PREVIEW_DEBOUNCE)
@@ -126,6 +133,11 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         """Form, side-by-side preview, buttons."""
         with Vertical(id="dialog"):
             yield Static(Content.assemble(("Rechunk ", "bold"), self.label), id="dialog-title")
+            yield Static(Content.assemble(
+                ("now: ", "$text-muted"),
+                f"{self.base.strategy}/{self.base.max_tokens}/{self.base.overlap_tokens}",
+                (f" — from {ORIGINS.get(self.origin, self.origin)}", "$text-muted")),
+                id="effective")
             with Horizontal(id="form"):
                 yield Label("strategy")
                 yield Select([(s, s) for s in STRATEGIES], value=self.base.strategy,
@@ -148,6 +160,8 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
             yield Static("", id="error")
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
+                yield Button("Reset to default", id="reset",
+                             disabled=self.origin in ("settings",))
                 yield Button("Apply (ctrl+s)", id="apply", variant="primary")
 
     def on_mount(self) -> None:
@@ -191,8 +205,10 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
             return
         self.config = cfg
         apply.disabled = False
-        scope = (f"applies to all {self.live_count:,} live documents; preview shows this one"
-                 if self.query_one("#all-docs", Switch).value else "applies to this document")
+        scope = (f"applies to all {self.live_count:,} live documents and is remembered for "
+                 "them; preview shows this one"
+                 if self.query_one("#all-docs", Switch).value else
+                 "applies to this document and is remembered: later edits and re-ingests keep it")
         error.update(Content.styled(scope, "$text-muted"))
         self.debouncer.start(lambda: self._preview(cfg))
 
@@ -241,6 +257,12 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     def _apply_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_apply()
+
+    @on(Button.Pressed, "#reset")
+    def _reset_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(RechunkRequest(self.base, self.query_one("#all-docs", Switch).value,
+                                    self.doc_id, reset=True))
 
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self, event: Button.Pressed) -> None:
