@@ -147,6 +147,22 @@ def test_chunks_command(tmp_path: Path) -> None:
         f.chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
+def test_chunks_redacts_like_ingest(tmp_path: Path) -> None:
+    """`memlens chunks` shows the stored (redacted) text; --raw shows the original."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    f = tmp_path / "s.md"
+    f.write_text(f"# Deploy\n\nUse token {token} for the registry.\n")
+    out = _json(run_cli("chunks", str(f), "--json"))
+    assert out["redacted"] is True and out["secrets_redacted"] == 1
+    joined = " ".join(c["text"] for c in out["chunks"])
+    assert token not in joined and "[REDACTED:" in joined
+    text = run_cli("chunks", str(f))
+    assert text.returncode == 0 and token not in text.stdout
+    assert "redacted as stored: 1 secret(s)" in text.stdout
+    raw = _json(run_cli("chunks", str(f), "--json", "--raw"))
+    assert raw["redacted"] is False and token in " ".join(c["text"] for c in raw["chunks"])
+
+
 def test_newer_schema_refused(tmp_path: Path) -> None:
     """A database from a newer memlens is refused with a clear message, not changed."""
     import apsw

@@ -37,6 +37,7 @@ from .embedding import Embedder, EmbedderUnavailable, make_embedder
 from .indexfile import IndexWarning, check_index
 from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
 from .installkey import load_install_key
+from .redact import redact
 from .sources import (
     MemoryRoot,
     claude_projects_dir,
@@ -78,14 +79,25 @@ _SUMMARY_SQL = (
 )
 
 
-def chunk_file(path: Path, config: ChunkerConfig) -> ChunkResult:
+def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:
     """Chunk one Markdown file without storing anything (``memlens chunks``).
+
+    The text is redacted first, exactly as ingest does, so the chunks are the ones
+    that would be stored; ``raw`` skips redaction (to see the original).
+
+    Returns:
+        The chunks and the number of secrets redacted (0 with ``raw``).
 
     Raises:
         SourceError: The file cannot be read or is not valid Markdown text.
     """
     data, _ = read_file(path)
-    return chunk_markdown(decode_markdown(data), config, path=path.name)
+    text = decode_markdown(data)
+    found = 0
+    if not raw:
+        red = redact(text)
+        text, found = red.text, len(red.findings)
+    return chunk_markdown(text, config, path=path.name), found
 
 
 class MemoryService:

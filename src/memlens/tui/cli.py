@@ -141,8 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("chunks", help="show how a Markdown file is chunked",
                        description="Chunk one Markdown file (nothing is stored) and print "
-                       "ordinal, heading path, spans, tokens and first line.")
+                       "ordinal, heading path, spans, tokens and first line. The text is "
+                       "redacted first, as ingest does, so you see what would be stored.")
     s.add_argument("path", type=Path)
+    s.add_argument("--raw", action="store_true",
+                   help="do not redact: show the original text (secrets included)")
     _chunker_flags(s)
     _common(s)
 
@@ -412,12 +415,13 @@ def cmd_chunks(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     cfg = _chunker_config(args, settings.chunker_dict())
     try:
-        res = chunk_file(p, cfg)
+        res, redacted = chunk_file(p, cfg, raw=args.raw)
     except SourceError as exc:
         raise CliError(f"{p}: {exc}", EXIT_FAIL) from None
     if args.json:
         _print_json({
             "file": str(p), "config": json.loads(cfg.canonical_json()),
+            "redacted": not args.raw, "secrets_redacted": redacted,
             "front_matter": res.front_matter,
             "chunks": [{"ordinal": c.ordinal, "heading_path": list(c.heading_path),
                         "start_char": c.start_char, "end_char": c.end_char,
@@ -425,7 +429,8 @@ def cmd_chunks(args: argparse.Namespace) -> int:
                         "overlap_chars": c.overlap_chars, "hash": c.hash, "text": c.text}
                        for c in res.chunks]})
         return EXIT_OK
-    print(f"{p}: {len(res.chunks)} chunks ({cfg.canonical_json()})")
+    note = "raw, not redacted" if args.raw else f"redacted as stored: {redacted} secret(s)"
+    print(f"{p}: {len(res.chunks)} chunks ({cfg.canonical_json()}; {note})")
     for c in res.chunks:
         first = next((ln for ln in c.text.splitlines() if ln.strip()), "")[:70]
         head = " > ".join(c.heading_path) or "(top)"
