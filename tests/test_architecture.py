@@ -94,17 +94,15 @@ def _core_imports(py: Path) -> list[str]:
 
 
 def _ui_files() -> list[Path]:
-    files = sorted((SRC / "tui").rglob("*.py"))
-    if (SRC / "mcp").is_dir():
-        files += sorted((SRC / "mcp").rglob("*.py"))
-    return files
+    return sorted((SRC / "tui").rglob("*.py")) + sorted((SRC / "mcp").rglob("*.py"))
 
 
 def test_ui_imports_only_the_door() -> None:
-    """Every .py of the UI (tui/, cli*.py included, and mcp/ if present) imports from the
-    core only ``memlens.core.service`` and ``memlens.core.types``. No exemptions."""
+    """Every .py of the UI (tui/, cli*.py included, and the MCP server in mcp/) imports from
+    the core only ``memlens.core.service`` and ``memlens.core.types``. No exemptions."""
     files = _ui_files()
     assert any(f.name == "cli.py" for f in files)
+    assert any(f.parent.name == "mcp" and f.name == "server.py" for f in files)
     bad = [f"{py.relative_to(ROOT)}: {m}" for py in files for m in _core_imports(py)
            if m not in DOOR]
     assert bad == [], "UI reaches around the façade:\n" + "\n".join(bad)
