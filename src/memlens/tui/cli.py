@@ -182,7 +182,7 @@ def _register_optional(sub: Any) -> None:
     """Subcommands implemented in their own modules (watch, bench, tui)."""
     from memlens.tui import cli_bench, cli_tui, cli_watch
 
-    for mod in (cli_watch, cli_bench, cli_mcp, cli_tui):
+    for mod in (cli_watch, cli_bench, cli_tui):
         mod.register(sub, _common)
 
 
