@@ -127,6 +127,17 @@ class MemoryService:
                 self._conns.append(c)
         return c
 
+    def open(self) -> None:
+        """Open (and migrate) the database now, so a broken or too-new file fails
+        before a long-running UI starts; the connection is then released.
+
+        Raises:
+            DatabaseError: The file is not a usable SQLite database.
+            SchemaTooNew: The file was written by a newer memlens.
+        """
+        self.conn()
+        self.release_thread_connection()
+
     def release_thread_connection(self) -> None:
         """Close the calling thread's connection (worker threads call this before they end)."""
         c = getattr(self._local, "conn", None)
@@ -358,7 +369,7 @@ class MemoryService:
                              start_char=r["start_char"], end_char=r["end_char"],
                              start_byte=r["start_byte"], end_byte=r["end_byte"], text=r["text"],
                              hash=r["chunk_hash"], tokens=r["tokens"],
-                             overlap_chars=r["overlap_chars"]))
+                             overlap_chars=r["overlap_chars"], reason=r["reason"] or ""))
         return out
 
     def chunk_nodes(self, doc_id: int) -> dict[int, int]:

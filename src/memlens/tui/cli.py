@@ -180,9 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub: Any) -> None:
     """Subcommands implemented in their own modules (watch, bench, tui)."""
-    from memlens.tui import cli_bench, cli_tui, cli_watch
+    from memlens.tui import cli_bench, cli_mcp, cli_tui, cli_watch
 
-    for mod in (cli_watch, cli_bench, cli_tui):
+    for mod in (cli_watch, cli_bench, cli_mcp, cli_tui):
         mod.register(sub, _common)
 
 
@@ -426,7 +426,8 @@ def cmd_chunks(args: argparse.Namespace) -> int:
             "chunks": [{"ordinal": c.ordinal, "heading_path": list(c.heading_path),
                         "start_char": c.start_char, "end_char": c.end_char,
                         "start_byte": c.start_byte, "end_byte": c.end_byte, "tokens": c.tokens,
-                        "overlap_chars": c.overlap_chars, "hash": c.hash, "text": c.text}
+                        "overlap_chars": c.overlap_chars, "reason": c.reason, "hash": c.hash,
+                        "text": c.text}
                        for c in res.chunks]})
         return EXIT_OK
     note = "raw, not redacted" if args.raw else f"redacted as stored: {redacted} secret(s)"

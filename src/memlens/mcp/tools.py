@@ -1,0 +1,300 @@
+"""What the MCP tools do, without the SDK: plain functions over :class:`MemoryService`.
+
+Each function returns a :class:`ToolOutput` (the compact text a model reads plus the
+structured content) or raises :class:`ToolInputError` with a sentence the model can
+act on (close matches for an unknown repository or path, the allowed range of ``k``).
+Nothing returned here carries an absolute path: documents are named by repository
+and logical path only, and error text passes through :func:`scrub`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rapidfuzz import fuzz, process
+
+from memlens.core.service import MemoryService
+from memlens.core.types import (
+    MODES,
+    DocumentDetail,
+    EmbedderUnavailable,
+    EmbeddingError,
+    SearchError,
+    SearchResult,
+)
+
+K_MIN, K_MAX = 1, 50
+HISTORY_MAX = 100
+URI_SCHEME = "memory://"
+# Hit fields that are internal ids or ranking detail, not for a model.
+_HIT_DROP = ("document_id", "node_id", "chunk_id", "ranks", "highlights")
+_ABS_PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?[/\\](?:[^\s'\"`:;,()<>\[\]{}]+)")
+
+
+class ToolInputError(Exception):
+    """A request the model should correct (reported as a tool error, not a crash)."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool result: text for the model and structured content for programs."""
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def scrub(message: str) -> str:
+    """Remove absolute filesystem paths (and the home folder) from a message."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/", "~"):
+        message = message.replace(home, "~")
+    return _ABS_PATH.sub("<path>", message)
+
+
+def uri(repository: str, path: str) -> str:
+    """The ``memory://`` resource URI of a document."""
+    return f"{URI_SCHEME}{repository}/{path}"
+
+
+def _iso(t: float | None) -> str | None:
+    if not t:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+def _close(word: str, choices: list[str], limit: int = 5) -> list[str]:
+    """Close matches of ``word`` among ``choices`` (best first)."""
+    found = process.extract(word, choices, scorer=fuzz.WRatio, limit=limit, score_cutoff=50)
+    return [str(c) for c, _score, _i in found]
+
+
+def _suggest(kind: str, word: str, choices: list[str], where: str = "") -> str:
+    close = _close(word, choices)
+    if close:
+        return f"Unknown {kind} {word!r}{where}. Did you mean: {', '.join(close)}?"
+    if not choices:
+        return f"Unknown {kind} {word!r}{where}: there are none."
+    shown = ", ".join(choices[:10]) + (" …" if len(choices) > 10 else "")
+    return f"Unknown {kind} {word!r}{where}. Known: {shown}."
+
+
+def repositories(svc: MemoryService) -> list[str]:
+    """Repositories with live documents, sorted."""
+    return sorted({d.repository for d in svc.list_documents()})
+
+
+def check_repository(svc: MemoryService, repository: str) -> str:
+    """``repository`` when memlens holds it, else a :class:`ToolInputError` with close matches."""
+    repo = repository.strip()
+    if not repo:
+        raise ToolInputError("repository is empty; call list_memories to see the repositories.")
+    known = repositories(svc)
+    if repo not in known:
+        raise ToolInputError(_suggest("repository", repo, known)
+                             + " (call list_memories for every repository and path)")
+    return repo
+
+
+def find_document(svc: MemoryService, repository: str, path: str) -> DocumentDetail:
+    """The document at ``repository``/``path`` (live or deleted), or a helpful error."""
+    repo = check_repository(svc, repository)
+    logical = path.strip().lstrip("/")
+    if not logical:
+        raise ToolInputError("path is empty; give a logical path such as 'MEMORY.md'.")
+    doc = svc.locate(repo, logical)
+    if doc is None:
+        paths = [d.path for d in svc.list_documents(repository=repo)]
+        raise ToolInputError(_suggest("path", logical, paths, f" in {repo}"))
+    return doc
+
+
+# -- search_memory ---------------------------------------------------------------------
+
+
+def _run_search(svc: MemoryService, query: str, mode: str, k: int, repository: str | None,
+                all_projects: bool) -> tuple[SearchResult, list[str]]:
+    extra: list[str] = []
+    try:
+        res = svc.search(query, mode=mode, k=k, repository=repository, all_projects=all_projects)
+    except (EmbedderUnavailable, EmbeddingError) as exc:
+        if mode == "lexical":
+            raise
+        extra.append(f"embedder unavailable ({scrub(str(exc))}); showing lexical results only")
+        res = svc.search(query, mode="lexical", k=k, repository=repository,
+                         all_projects=all_projects)
+    return res, extra
+
+
+def _hit_line(h: dict[str, Any]) -> str:
+    head = " › ".join(h["heading_path"]) or "(top)"
+    return (f"{h['repository']}/{h['path']}#{h['ordinal']} › {head} "
+            f"[chars {h['start_char']}-{h['end_char']}] ({h['match']})")
+
+
+def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int = 8,
+                  repository: str | None = None, all_projects: bool = False) -> ToolOutput:
+    """Search active memory; the current project's hits first unless ``all_projects``."""
+    if not query or not query.strip():
+        raise ToolInputError("query is empty; give a few words or a question to search for.")
+    if mode not in MODES:
+        raise ToolInputError(f"mode {mode!r} is not one of {', '.join(MODES)}.")
+    if isinstance(k, bool) or not isinstance(k, int) or not K_MIN <= k <= K_MAX:
+        raise ToolInputError(f"k must be a whole number from {K_MIN} to {K_MAX}; got {k!r}.")
+    repo = check_repository(svc, repository) if repository else None
+    try:
+        res, extra = _run_search(svc, query.strip(), mode, k, repo, all_projects)
+    except SearchError as exc:
+        raise ToolInputError(scrub(str(exc))) from None
+    data = res.as_json()
+    hits = [{key: v for key, v in h.items() if key not in _HIT_DROP} for h in data["hits"]]
+    for h in hits:
+        h["uri"] = uri(h["repository"], h["path"])
+    notes = [scrub(n) for n in [*data["notes"], *extra]]
+    out = {"query": data["query"], "mode": data["mode"], "embedder": data["embedder"],
+           "matches": data["matches"], "preferred_repository": data["preferred_repository"],
+           "notes": notes, "hits": hits}
+    lines: list[str] = []
+    if not hits:
+        lines.append(f"No results for {query.strip()!r}.")
+    elif not data["matches"]:
+        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs in memory; "
+                     "the hits below are the closest by meaning only.")
+    else:
+        lines.append(f"{data['matches']} match(es) for {query.strip()!r} ({data['mode']}):")
+    if data["preferred_repository"]:
+        lines.append(f"(current project ranked first: {data['preferred_repository']})")
+    divided = False
+    for h in hits:
+        if h["match"] == "closest" and data["matches"] and not divided:
+            lines.append("--- closest by meaning only (no word of the query occurs in them) ---")
+            divided = True
+        lines.append(_hit_line(h))
+        snippet = " ".join(str(h["snippet"]).split())
+        lines.append(f"    {snippet}")
+    lines.extend(f"note: {n}" for n in notes)
+    return ToolOutput("\n".join(lines), out)
+
+
+# -- read_memory -----------------------------------------------------------------------
+
+
+def read_memory(svc: MemoryService, repository: str, path: str) -> ToolOutput:
+    """The current redacted text of one document, with its chunk spans."""
+    doc = find_document(svc, repository, path)
+    chunks: list[dict[str, Any]] = [{"ordinal": c.ordinal, "heading_path": list(c.heading_path),
+               "start_char": c.start_char, "end_char": c.end_char, "tokens": c.tokens}
+              for c in svc.chunks(doc.id)]
+    state = "deleted" if doc.tombstoned else "live"
+    data = {"repository": doc.repository, "path": doc.path, "uri": uri(doc.repository, doc.path),
+            "state": state, "projection_status": doc.projection.status,
+            "front_matter": doc.front_matter, "chars": len(doc.content),
+            "observed_at": _iso(doc.observed_at), "chunks": chunks, "text": doc.content}
+    lines = [f"{doc.repository}/{doc.path} — {state}, {len(doc.content)} chars, "
+             f"projection {doc.projection.status}, {len(chunks)} chunk(s)"]
+    if doc.tombstoned:
+        lines.append(f"(this file was deleted at {_iso(doc.tombstoned_at)}; last known text below)")
+    lines.append("Chunks:")
+    for c in chunks:
+        head = " › ".join(c["heading_path"]) or "(top)"
+        lines.append(f"  #{c['ordinal']} › {head} [chars {c['start_char']}-{c['end_char']}]")
+    lines.append("Text:")
+    lines.append(doc.content)
+    return ToolOutput("\n".join(lines), data)
+
+
+# -- memory_history --------------------------------------------------------------------
+
+
+def memory_history(svc: MemoryService, repository: str, path: str, limit: int = 10) -> ToolOutput:
+    """Revisions of one document, newest first, with their bounded diffs."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX:
+        raise ToolInputError(f"limit must be a whole number from 1 to {HISTORY_MAX}; got {limit!r}.")
+    doc = find_document(svc, repository, path)
+    revs = svc.revisions(doc.id)
+    shown = revs[:limit]
+    items = [{"number": r.number, "change_kind": r.change_kind, "observed_at": _iso(r.observed_at),
+              "path": r.path, "previous_path": r.previous_path, "summary": r.summary,
+              "chunks": r.chunks, "embedder": r.embedder, "content_hash": r.content_hash,
+              "diff": r.diff, "diff_truncated": r.diff_truncated} for r in shown]
+    data = {"repository": doc.repository, "path": doc.path, "total": len(revs),
+            "revisions": items}
+    lines = [f"{doc.repository}/{doc.path}: {len(revs)} revision(s), newest first"
+             + (f" (showing {len(shown)})" if len(shown) < len(revs) else "")]
+    for it in items:
+        moved = f" (from {it['previous_path']})" if it["previous_path"] else ""
+        lines.append(f"#{it['number']} {it['change_kind']} {it['observed_at'] or '-'}{moved}"
+                     f" — {it['summary'] or 'no summary'}")
+        if it["diff"]:
+            lines.extend(f"    {ln}" for ln in str(it["diff"]).splitlines())
+            if it["diff_truncated"]:
+                lines.append("    … (diff truncated)")
+    return ToolOutput("\n".join(lines), data)
+
+
+# -- list_memories / memory_status -----------------------------------------------------
+
+
+def list_memories(svc: MemoryService, repository: str | None = None) -> ToolOutput:
+    """Live documents with projection status, and MEMORY.md index warnings."""
+    repo = check_repository(svc, repository) if repository else None
+    docs = svc.list_documents(repository=repo)
+    current = svc.current_repository()
+    items: list[dict[str, Any]] = []
+    lines = [f"{len(docs)} document(s)" + (f" in {repo}" if repo else "")
+             + (f"; current project: {current}" if current else "")]
+    last_repo = None
+    index_names = set(svc.chunker_config().index_names)
+    for d in docs:
+        found = svc.index_warnings(d.id) if d.path.rsplit("/", 1)[-1] in index_names else []
+        warnings = [{"kind": w.kind, "message": scrub(w.message), "line": w.line,
+                     "target": w.target} for w in found]
+        items.append({"repository": d.repository, "path": d.path, "uri": uri(d.repository, d.path),
+                      "status": d.status, "chunks": d.chunk_count, "size": d.size,
+                      "name": d.name, "type": d.doc_type,
+                      "error": scrub(d.error) if d.error else None, "index_warnings": warnings})
+        if d.repository != last_repo:
+            lines.append(f"{d.repository}:")
+            last_repo = d.repository
+        extra = f" type={d.doc_type}" if d.doc_type else ""
+        lines.append(f"  {d.path}  [{d.status}, {d.chunk_count} chunks, {d.size} B{extra}]")
+        if d.error:
+            lines.append(f"    error: {scrub(d.error)}")
+        for w in warnings:
+            at = f" (line {w['line']})" if w["line"] else ""
+            lines.append(f"    warning {w['kind']}{at}: {w['message']}")
+    data = {"current_repository": current, "count": len(items), "documents": items}
+    return ToolOutput("\n".join(lines), data)
+
+
+def memory_status(svc: MemoryService, watch: dict[str, Any] | None = None) -> ToolOutput:
+    """Projection queue counts, failed documents and the embedder."""
+    st = svc.statistics()
+    failed = [{"repository": d.repository, "path": d.path, "status": d.status,
+               "error": scrub(d.error) if d.error else None}
+              for d in svc.list_documents() if d.status in ("failed", "stale")]
+    embedder = scrub(st.embedder)
+    data: dict[str, Any] = {"documents": st.documents, "deleted": st.tombstoned,
+                            "chunks": st.chunks, "queue": dict(st.queue), "failed": failed,
+                            "embedder": embedder, "current_repository": svc.current_repository(),
+                            "watch": watch}
+    q = ", ".join(f"{k} {v}" for k, v in sorted(st.queue.items())) or "empty"
+    lines = [f"{st.documents} live document(s), {st.tombstoned} deleted, {st.chunks} chunk(s)",
+             f"projection queue: {q}", f"embedder: {embedder}"]
+    if data["current_repository"]:
+        lines.append(f"current project: {data['current_repository']}")
+    if watch is not None:
+        lines.append(f"watcher: {watch.get('state', '-')}"
+                     + (f", last event: {watch['last']}" if watch.get("last") else ""))
+    lines.append(f"{len(failed)} failed document(s)" + (":" if failed else ""))
+    lines.extend(f"  {f['repository']}/{f['path']} [{f['status']}]: {f['error'] or '-'}"
+                 for f in failed)
+    return ToolOutput("\n".join(lines), data)
+
+
+def read_resource(svc: MemoryService, repository: str, path: str) -> str:
+    """The redacted text behind ``memory://{repository}/{path}``."""
+    return find_document(svc, repository, path).content
