@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from memlens.core.chunking import (
     ChunkerConfigError,
     ChunkResult,
     chunk_markdown,
+    overlap_cap,
     parse_front_matter,
 )
 from memlens.core.tokens import (
@@ -198,7 +200,9 @@ def test_front_matter_is_returned_and_belongs_to_the_first_chunk() -> None:
     }
     assert chunks[0].start_char == 0
     assert chunks[0].text.startswith("---\nname: deploy notes")
-    assert chunks[0].heading_path == ()
+    # Front matter alone is no chunk: it opens the first section's chunk.
+    assert chunks[0].heading_path == ("Deploy",)
+    assert "# Deploy" in chunks[0].text
     # The front matter's closing '---' did not make 'type: ...' a setext heading.
     assert all("project" not in "".join(c.heading_path) for c in chunks)
 
@@ -299,7 +303,8 @@ def test_giant_section_is_windowed_with_bounded_overlap() -> None:
     for prev, cur in zip(chunks, chunks[1:], strict=False):
         assert cur.overlap_chars > 0
         shared = text[cur.start_char : prev.end_char]
-        assert estimate_tokens(shared) <= 12
+        # At least the overlap, moved back to a line start within the cap.
+        assert 12 - 2 <= estimate_tokens(shared) <= overlap_cap(cfg)
         assert cur.text.startswith("Line ")  # overlap snapped to a line start
         assert cur.end_char > prev.end_char
     assert chunks[0].text.startswith("# Big\n")
@@ -526,7 +531,8 @@ def test_adaptive_strategy() -> None:
     result = chunk_markdown(DOC, cfg)
     chunks = check(DOC, result, cfg)
     assert result.parser == "markdown-it"
-    assert chunks[0].heading_path == () and chunks[0].text.startswith("---\nname: doc")
+    # Front matter opens the first section's chunk instead of being a chunk of its own.
+    assert chunks[0].text.startswith("---\nname: doc") and chunks[0].heading_path != ()
     assert [c.heading_path for c in chunks].count(("One", "Two")) > 1
     assert all(c.tokens <= 120 for c in chunks)
 
@@ -718,3 +724,34 @@ def test_register_estimator() -> None:
         assert all(c.tokens <= 30 for c in chunks)
     finally:
         ESTIMATORS.pop("test-double", None)
+
+
+# ---------------------------------------------------------------------------
+# The bundled corpus: windows overlap, no front-matter-only or heading-only chunk
+# ---------------------------------------------------------------------------
+
+_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+_CORPUS_FILES = sorted(p for p in _CORPUS.glob("*/memory/**/*.md"))
+
+
+@pytest.mark.parametrize(("max_tokens", "overlap"), [(120, 24), (400, 80)])
+def test_corpus_windows_overlap_and_no_empty_chunks(max_tokens: int, overlap: int) -> None:
+    assert len(_CORPUS_FILES) > 30
+    cfg = ChunkerConfig(max_tokens=max_tokens, overlap_tokens=overlap)
+    windows = 0
+    for f in _CORPUS_FILES:
+        text = f.read_text(encoding="utf-8")
+        res = chunk_markdown(text, cfg, path=f.name)
+        for prev, cur in zip(res.chunks, res.chunks[1:], strict=False):
+            if cur.reason.startswith("window ") and not cur.reason.startswith("window 1/"):
+                windows += 1
+                assert cur.overlap_chars > 0, (f.name, cur.ordinal)
+                assert estimate_tokens(text[cur.start_char:prev.end_char]) >= overlap - 2
+        for c in res.chunks:
+            body = [ln for ln in c.text.splitlines() if ln.strip()]
+            fm = c.text.startswith("---") and c.text.rstrip().endswith("---")
+            assert not fm, f"{f.name} #{c.ordinal} is front matter alone"
+            assert not all(ln.lstrip().startswith("#") for ln in body), \
+                f"{f.name} #{c.ordinal} is headings only"
+            assert c.reason, (f.name, c.ordinal)
+    assert windows > 0  # the corpus has over-long sections at these budgets

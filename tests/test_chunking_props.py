@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlens.core import chunking
-from memlens.core.chunking import ChunkerConfig, ChunkResult, chunk_markdown
+from memlens.core.chunking import ChunkerConfig, ChunkResult, chunk_markdown, overlap_cap
 from memlens.core.tokens import Estimator, get_estimator
 
 # MEMLENS_PROP_EXAMPLES raises the example count for a long fuzz run.
@@ -212,7 +212,7 @@ def test_overlap_is_bounded_and_only_within_a_section(text: str, cfg: ChunkerCon
         if cur.overlap_chars:
             assert cfg.strategy in ("adaptive", "windows")
             assert cur.heading_path == prev.heading_path
-            assert est(text[cur.start_char : prev.end_char]) <= cfg.overlap_tokens
+            assert est(text[cur.start_char : prev.end_char]) <= overlap_cap(cfg)
         if cfg.overlap_tokens == 0 or cfg.strategy in ("headings", "whole"):
             assert cur.overlap_chars == 0
 
@@ -250,10 +250,52 @@ def test_windows_overlap_when_lines_allow(
     text = "# Section" + newline + newline.join(lines) + newline
     chunks = chunk_markdown(text, cfg, path=path).chunks
     assert all(c.heading_path == ("Section",) for c in chunks)
-    for cur in chunks[1:]:
+    for prev, cur in zip(chunks, chunks[1:], strict=False):
         assert cur.overlap_chars > 0
-        assert (cur.overlap_chars + 3) // 4 <= overlap
-        assert text[cur.start_char - 1] in "\r\n"  # snapped to a line start
+        shared = get_estimator("chars4")(text[cur.start_char : prev.end_char])
+        assert shared <= (overlap if path else overlap_cap(cfg))
+        if path is not None:  # index files: at most the overlap, at a line start
+            assert text[cur.start_char - 1] in "\r\n"
+        elif overlap_cap(cfg) - overlap >= 4:  # room to move back to a line start
+            assert shared >= overlap - 2  # ordinary text: at least the overlap
+            assert text[cur.start_char - 1] in "\r\n"
+
+
+_WORD = st.sampled_from(["deploy", "the", "rollback", "of", "cache", "key", "x", "SQLITE_BUSY",
+                         "retries.", "done!", "why?", "(see", "notes)", "42", "🧠", "記録"])
+_PROSE_LINE = st.lists(_WORD, min_size=1, max_size=60).map(" ".join)
+_BLOCK = st.one_of(
+    _PROSE_LINE,                                                    # one long line
+    st.lists(_PROSE_LINE, min_size=2, max_size=6).map("\n".join),   # wrapped paragraph
+    st.lists(_PROSE_LINE, min_size=1, max_size=6).map(               # a list
+        lambda items: "\n".join(f"- {i}" for i in items)),
+    st.lists(_PROSE_LINE, min_size=1, max_size=5).map(               # a fence
+        lambda body: "```\n" + "\n".join(body) + "\n```"),
+)
+
+
+@PROPS
+@given(
+    st.lists(_BLOCK, min_size=4, max_size=30),
+    st.integers(24, 120).flatmap(lambda m: st.tuples(st.just(m), st.integers(1, m // 2))),
+    st.sampled_from(["\n\n", "\n"]),
+)
+def test_neighbouring_windows_share_at_least_the_overlap(
+    blocks: list[str], budget: tuple[int, int], sep: str
+) -> None:
+    """Every window after the first in one over-long section repeats at least
+    ``min(overlap_tokens, what the previous window holds)`` and at most the cap."""
+    max_tokens, overlap = budget
+    cfg = ChunkerConfig(max_tokens=max_tokens, overlap_tokens=overlap)
+    est = get_estimator("chars4")
+    text = "# Long section\n\n" + sep.join(blocks) + "\n"
+    chunks = chunk_markdown(text, cfg).chunks
+    for prev, cur in zip(chunks, chunks[1:], strict=False):
+        assert cur.reason.startswith("window ") and cur.heading_path == ("Long section",)
+        assert cur.tokens <= max_tokens
+        shared = est(text[cur.start_char : prev.end_char])
+        assert shared <= overlap_cap(cfg)
+        assert shared >= min(overlap, est(prev.text)) - 2, (shared, overlap, prev.text[-80:])
 
 
 # ---------------------------------------------------------------------------

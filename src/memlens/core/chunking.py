@@ -131,13 +131,15 @@ __all__ = [
     "ChunkerConfig",
     "ChunkerConfigError",
     "chunk_markdown",
+    "overlap_cap",
+    "tiny_tokens",
     "parse_front_matter",
 ]
 
 CHUNKER_NAME: Final = "memlens-markdown"
 """Name recorded with every revision's chunker config."""
 
-CHUNKER_VERSION: Final = 2
+CHUNKER_VERSION: Final = 3
 """Bump whenever the same config can produce different chunks."""
 
 STRATEGIES: Final = ("adaptive", "headings", "windows", "whole")
@@ -332,6 +334,8 @@ class Chunk:
         hash: SHA-256 hex digest of ``text`` encoded as UTF-8.
         tokens: Estimated tokens of ``text`` (configured estimator).
         overlap_chars: Leading characters shared with the previous chunk (0 if none).
+        reason: Why the chunk exists: ``whole file``, ``section``, ``merged: N short
+            sections``, ``window k/n of "Heading"`` or ``index lines a–b``.
     """
 
     ordinal: int
@@ -344,6 +348,7 @@ class Chunk:
     hash: str
     tokens: int
     overlap_chars: int
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -388,7 +393,8 @@ def _basename(path: str) -> str:
     return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
-def _build_chunks(text: str, spans: list[Span], estimator: Callable[[str], int]) -> list[Chunk]:
+def _build_chunks(text: str, spans: list[Span], estimator: Callable[[str], int],
+                  reasons: list[str]) -> list[Chunk]:
     chunks: list[Chunk] = []
     ascii_only = text.isascii()
     byte_pos = char_pos = 0
@@ -415,6 +421,7 @@ def _build_chunks(text: str, spans: list[Span], estimator: Callable[[str], int])
                 hash=hashlib.sha256(data).hexdigest(),
                 tokens=estimator(piece),
                 overlap_chars=max(0, prev_end - start),
+                reason=reasons[ordinal] if ordinal < len(reasons) else "",
             )
         )
         prev_end = end
@@ -454,25 +461,45 @@ def chunk_markdown(
     strategy = config.strategy
     n = len(text)
     if strategy == "whole" or (strategy == "adaptive" and estimator(text) <= config.max_tokens):
-        return ChunkResult(_build_chunks(text, [(0, n, ())], estimator), front_matter)
+        return ChunkResult(_build_chunks(text, [(0, n, ())], estimator, ["whole file"]),
+                           front_matter)
 
     is_index = path is not None and _basename(path) in config.index_names
     doc = ChunkDoc(text, config.max_tokens, config.overlap_tokens, estimator.span_cost, is_index)
     spans: list[Span] = []
+    reasons: list[str] = []
     parser = "none"
     if strategy == "windows":
-        doc.fit(0, n, (), spans)
+        doc.fit(0, n, (), spans, reasons)
     else:
         if fm_span is not None:
             body_start = fm_span[2]
         else:
             body_start = 1 if text.startswith("\ufeff") else 0
         headings, parser = _find_headings(doc, body_start)
-        for start, end, heading_path in doc.sections(headings):
-            if strategy == "headings":
-                trimmed = doc.trim(start, end)
-                if trimmed is not None:
-                    spans.append((trimmed[0], trimmed[1], heading_path))
-            else:
-                doc.fit(start, end, heading_path, spans)
-    return ChunkResult(_build_chunks(text, spans, estimator), front_matter, parser)
+        sections = [(t[0], t[1], p) for s0, e0, p in doc.sections(headings, body_start)
+                    if (t := doc.trim(s0, e0)) is not None]
+        if strategy == "headings":
+            spans = sections
+            reasons = ["section"] * len(spans)
+        else:
+            for (start, end, heading_path), count in doc.merge_tiny(sections,
+                                                                   tiny_tokens(config)):
+                doc.fit(start, end, heading_path, spans, reasons,
+                        "section" if count == 1 else f"merged: {count} short sections")
+    return ChunkResult(_build_chunks(text, spans, estimator, reasons), front_matter, parser)
+
+
+def overlap_cap(config: ChunkerConfig) -> int:
+    """The most a window repeats of the previous one: the overlap is at least
+    ``overlap_tokens`` (when the previous window holds that much) and is moved back to
+    a line, sentence or word start within this cap (1.5 x overlap + 4, at most halfway
+    from the overlap to ``max_tokens``, never below ``overlap_tokens``)."""
+    o = config.overlap_tokens
+    return max(o, min(o * 3 // 2 + 4, (config.max_tokens + o) // 2))
+
+
+def tiny_tokens(config: ChunkerConfig) -> int:
+    """Sections under this many estimated tokens are merged into the next one
+    (``adaptive``): an eighth of ``max_tokens``, between 8 and 40."""
+    return max(8, min(40, config.max_tokens // 8))

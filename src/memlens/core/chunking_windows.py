@@ -22,8 +22,17 @@ _LINK = re.compile(
     r"!?\[[^\]\r\n]*\]\([^)\r\n]*\)|!?\[[^\]\r\n]*\]\[[^\]\r\n]*\]|<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>"
 )
 
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*[ \t]+(?=\S)")
+
 # A chunk span: (start char, end char, heading path).
 Span = tuple[int, int, tuple[str, ...]]
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
 
 
 class ChunkDoc(LineIndex):
@@ -66,13 +75,17 @@ class ChunkDoc(LineIndex):
 
     # -- sections --------------------------------------------------------------
 
-    def _raw_sections(self, headings: list[Heading]) -> list[tuple[int, int, tuple[str, ...], bool]]:
-        """``(start, end, heading path, has own content)`` per section, preamble first."""
+    def _raw_sections(self, headings: list[Heading], body_start: int = 0,
+                      ) -> list[tuple[int, int, tuple[str, ...], bool]]:
+        """``(start, end, heading path, has own content)`` per section, preamble first.
+
+        A preamble holding nothing but front matter (before ``body_start``) has no
+        content of its own, so it is merged into the first section."""
         n = self.n
         raw: list[tuple[int, int, tuple[str, ...], bool]] = []
         first = self.line_pos(headings[0][0]) if headings else n
         if self.has_content(0, first):
-            raw.append((0, first, (), True))
+            raw.append((0, first, (), self.has_content(max(0, body_start), first)))
         stack: list[tuple[int, str]] = []
         for i, (line, after, level, title) in enumerate(headings):
             while stack and stack[-1][0] >= level:
@@ -84,13 +97,14 @@ class ChunkDoc(LineIndex):
             raw.append((start, end, tuple(t for _, t in stack), content))
         return raw
 
-    def sections(self, headings: list[Heading]) -> list[Span]:
-        """Heading sections (untrimmed), heading-only sections merged away."""
+    def sections(self, headings: list[Heading], body_start: int = 0) -> list[Span]:
+        """Heading sections (untrimmed), heading-only sections (and a preamble of
+        front matter alone) merged away."""
         n = self.n
         out: list[Span] = []
         pending: int | None = None
         pending_path: tuple[str, ...] = ()
-        for start, end, path, content in self._raw_sections(headings):
+        for start, end, path, content in self._raw_sections(headings, body_start):
             if not content:
                 if pending is None:
                     pending = start
@@ -105,6 +119,40 @@ class ChunkDoc(LineIndex):
                 out[-1] = (last_start, n, last_path)
             else:
                 out.append((pending, n, pending_path))
+        return out
+
+    def merge_tiny(self, spans: list[Span], tiny: int) -> list[tuple[Span, int]]:
+        """Merge each trimmed section costing under ``tiny`` tokens into the next one
+        while the two fit ``max_tokens``; returns (span, sections merged into it).
+
+        The merged span takes the next section's heading path when the tiny one is
+        its ancestor (a short intro under a parent heading), else the common prefix.
+        """
+        out: list[tuple[Span, int]] = []
+        carry: tuple[Span, int] | None = None
+        for span in spans:
+            if carry is not None:
+                (cs, _, cpath), count = carry
+                if self.sc.cost(cs, span[1]) <= self.max_tokens:
+                    path = span[2] if span[2][:len(cpath)] == cpath else _common(cpath, span[2])
+                    span, count = (cs, span[1], path), count + 1
+                else:
+                    out.append(carry)
+                    count = 1
+                carry = None
+            else:
+                count = 1
+            if self.sc.cost(span[0], span[1]) < tiny:
+                carry = (span, count)
+            else:
+                out.append((span, count))
+        if carry is not None:
+            (cs, ce, cpath), count = carry
+            if out and self.sc.cost(out[-1][0][0], ce) <= self.max_tokens:
+                (ps, _, ppath), pcount = out[-1]
+                out[-1] = ((ps, ce, _common(ppath, cpath)), pcount + count)
+            else:
+                out.append(carry)
         return out
 
     # -- windows ---------------------------------------------------------------
@@ -230,12 +278,41 @@ class ChunkDoc(LineIndex):
             return wend
         if self.is_index:
             return self._overlap_start_index(lo, wend)
-        pos = self._first_line_start(lo, wend, False)
-        if pos is not None:
-            return pos
-        found = WS.search(self.text, lo - 1, wend - 1)
-        pos = lo if found is None else found.end()
-        return min(self._crlf_forward(pos), wend)
+        return self._overlap_start_text(wstart, lo, wend)
+
+    def _overlap_start_text(self, wstart: int, lo: int, wend: int) -> int:
+        """Overlap start for ordinary text: at most ``lo`` (so at least ``overlap_tokens``
+        are repeated, or the whole previous window when it is shorter), moved back to a
+        line start, else a sentence start, else a word start, as long as the repeat
+        stays within :func:`memlens.core.chunking.overlap_cap`."""
+        text = self.text
+        if NONBLANK.search(text, lo, wend) is None:
+            return wend  # only blank text would be repeated
+        o = self.overlap_tokens  # same rule as chunking.overlap_cap
+        cap = max(o, min(o * 3 // 2 + 4, (self.max_tokens + o) // 2))
+        far = self.sc.min_start(wend, cap, wstart + 1)
+        starts = self.line_starts
+        k = bisect_right(starts, lo) - 1
+        while k >= 0 and starts[k] >= far:
+            if starts[k] > wstart and not self.is_blank_line(k):
+                return starts[k]
+            k -= 1
+        sentence = None
+        for m in _SENTENCE_END.finditer(text, far, lo):
+            sentence = m.end()
+        if sentence is not None and wstart < sentence <= lo:
+            return sentence
+        cut = self._last_ws_cut(max(far, wstart + 1), lo)
+        if cut is not None and cut > wstart:
+            return self._crlf_forward(cut)
+        # No boundary at or before lo: a line start a little later still keeps at
+        # least half of the overlap; else cut inside the word.
+        k = bisect_right(starts, lo)
+        while k < len(starts) and starts[k] < wend and self.sc.cost(starts[k], wend) * 2 >= o:
+            if not self.is_blank_line(k):
+                return starts[k]
+            k += 1
+        return self._crlf_forward(lo)
 
     def windows(self, start: int, end: int) -> list[tuple[int, int]]:
         """Cut ``[start, end)`` into windows of at most ``max_tokens`` each."""
@@ -261,19 +338,35 @@ class ChunkDoc(LineIndex):
 
     # -- assembling ------------------------------------------------------------
 
-    def fit(self, start: int, end: int, path: tuple[str, ...], out: list[Span]) -> None:
-        """Append ``[start, end)`` trimmed, windowed if over budget, to ``out``."""
+    def fit(self, start: int, end: int, path: tuple[str, ...], out: list[Span],
+            reasons: list[str] | None = None, reason: str = "section") -> None:
+        """Append ``[start, end)`` trimmed, windowed if over budget, to ``out``, and
+        why each span exists to ``reasons`` (``reason`` for a span that fits; windows
+        get ``window k/n of "Heading"`` or ``index lines a–b``)."""
         trimmed = self.trim(start, end)
         if trimmed is None:
             return
         start, end = trimmed
         if self.sc.cost(start, end) <= self.max_tokens:
             out.append((start, end, path))
+            if reasons is not None:
+                reasons.append(reason)
             return
-        last_end = -1
+        spans: list[tuple[int, int]] = []
         for wstart, wend in self.windows(start, end):
             window = self.trim(wstart, wend)
-            if window is None or window[1] <= last_end:
+            if window is None or (spans and window[1] <= spans[-1][1]):
                 continue  # nothing new beyond the previous window
-            out.append((window[0], window[1], path))
-            last_end = window[1]
+            spans.append(window)
+        title = path[-1] if path else ""
+        for k, (a, b) in enumerate(spans, 1):
+            out.append((a, b, path))
+            if reasons is None:
+                continue
+            if self.is_index:
+                first = bisect_right(self.line_starts, a)
+                last = bisect_right(self.line_starts, max(a, b - 1))
+                reasons.append(f"index lines {first}–{last}")
+            else:
+                where = f' of "{title}"' if title else ""
+                reasons.append(f"window {k}/{len(spans)}{where}")

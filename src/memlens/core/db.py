@@ -224,7 +224,7 @@ ALTER TABLE embedding_cache_v4 RENAME TO embedding_cache;
 """
 
 # v5: chunker settings chosen by a rechunk, remembered per document, per repository or
-# for all documents (owner: chunker_choice.py).
+# for all documents (owner: chunker_choice.py); why each chunk exists (its reason).
 _SCHEMA_V5 = """
 CREATE TABLE chunker_choices (
     scope TEXT NOT NULL CHECK (scope IN ('document', 'repository', 'all')),
@@ -233,6 +233,7 @@ CREATE TABLE chunker_choices (
     set_at REAL NOT NULL,
     PRIMARY KEY (scope, key)
 );
+ALTER TABLE memory_chunks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 """
 
 MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5]

@@ -203,8 +203,8 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
     """Write the chunks of a revision."""
     conn.executemany(
         "INSERT INTO memory_chunks(revision_id, ordinal, heading_path, start_char, end_char,"
-        " start_byte, end_byte, overlap_chars, text, chunk_hash, tokens)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        " start_byte, end_byte, overlap_chars, text, chunk_hash, tokens, reason)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
                 rev_id,
@@ -218,6 +218,7 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
                 c.text,
                 c.hash,
                 c.tokens,
+                c.reason,
             )
             for c in chunks
         ],

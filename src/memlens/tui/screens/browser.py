@@ -23,7 +23,16 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from ..messages import DetailView, DocumentsLoaded
 from ..widgets.chunk_view import ChunkView
 from ..widgets.doc_tree import DocumentTree
-from ..widgets.fmt import STATUS_STYLES, WARNING_GLYPH, glyph, human_size, plural, short_hash, timestamp
+from ..widgets.fmt import (
+    STATUS_STYLES,
+    WARNING_GLYPH,
+    glyph,
+    heading_label,
+    human_size,
+    plural,
+    short_hash,
+    timestamp,
+)
 from ..widgets.projection_panel import ProjectionPanel
 from ..widgets.status_bar import StatusBar
 from ..widgets.timeline import TimelineView
@@ -264,11 +273,13 @@ class BrowserScreen(Screen[None]):
         c = d.chunks[message.index]
         node = d.nodes.get(c.ordinal)
         node_txt = f"node {node}" if node is not None else "node – (not projected)"
-        head = " › ".join(c.heading_path) or "(top of file)"
+        head = heading_label(c.heading_path, max(20, info.size.width - 48),
+                             start_char=c.start_char)
         info.update(Content.assemble(
             (f"#{c.ordinal}", "bold"), f"/{len(d.chunks)}  ",
             (f"{c.tokens}/{d.max_tokens} tok", "$text-error" if c.tokens > d.max_tokens else ""),
-            f" · overlap {c.overlap_chars} chars · ", (head, "italic"), "\n",
+            f" · overlap {c.overlap_chars} chars · ", (head, "italic"),
+            (f" · {c.reason}" if c.reason else "", "$text-muted"), "\n",
             ("chars ", "$text-muted"), f"{c.start_char}–{c.end_char}",
             ("  bytes ", "$text-muted"), f"{c.start_byte}–{c.end_byte}",
             ("  hash ", "$text-muted"), short_hash(c.hash, 16),

@@ -26,7 +26,7 @@ from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigEr
 
 from ..messages import PreviewReady
 from ..widgets.debounce import Debouncer
-from ..widgets.fmt import size_bar, token_stats
+from ..widgets.fmt import heading_label, size_bar, token_stats
 
 PREVIEW_DEBOUNCE = 0.1
 ORIGINS = {"document": "this document's rechunk", "repository": "this repository's rechunk",
@@ -43,15 +43,24 @@ class RechunkRequest:
     reset: bool = False  # forget the remembered choice instead of applying ``config``
 
 
-def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400) -> Content:
-    """One line per chunk: ordinal, tokens, size bar, character span, heading path."""
+def short_reason(reason: str) -> str:
+    """``window 3/7`` for ``window 3/7 of "Backfill"`` (the heading is on the row)."""
+    return reason.split(" of ", 1)[0] if reason.startswith("window ") else reason
+
+
+def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400,
+                   head_room: int = 22) -> Content:
+    """One line per chunk: ordinal, tokens, size bar, character span, heading path (cut
+    from its start to ``head_room`` cells) and why the chunk exists."""
     parts: list[Any] = []
     for c in chunks[:limit]:
         bar, over = size_bar(c.tokens, max_tokens, 8)
-        head = " › ".join(c.heading_path) or ("(top)" if c.ordinal == 0 else "(no heading)")
+        head = heading_label(c.heading_path, head_room, start_char=c.start_char)
+        why = f"  {short_reason(c.reason)}" if c.reason and c.reason != "section" else ""
         parts += [(f"#{c.ordinal:<3}", "bold"), f"{c.tokens:>5}t ",
                   (bar, "$text-error" if over else "$text-success"),
-                  (f" {c.start_char:>6}–{c.end_char:<6}", "$text-muted"), f"{head}\n"]
+                  (f" {c.start_char:>6}–{c.end_char:<6}", "$text-muted"), head,
+                  (f"{why}\n", "$text-muted")]
     if len(chunks) > limit:
         parts.append((f"… {len(chunks) - limit:,} more\n", "$text-muted"))
     if not chunks:
@@ -136,7 +145,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
             yield Static(Content.assemble(
                 ("now: ", "$text-muted"),
                 f"{self.base.strategy}/{self.base.max_tokens}/{self.base.overlap_tokens}",
-                (f" — from {ORIGINS.get(self.origin, self.origin)}", "$text-muted")),
+                (f"  — from {ORIGINS.get(self.origin, self.origin)}", "$text-muted")),
                 id="effective")
             with Horizontal(id="form"):
                 yield Label("strategy")

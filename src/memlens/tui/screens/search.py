@@ -25,6 +25,7 @@ from memlens.core.types import MODES, NO_WORD_NOTE, SearchHit
 
 from ..messages import SearchOutcome, SearchResults
 from ..widgets.debounce import Debouncer
+from ..widgets.fmt import heading_label
 
 DEBOUNCE_SECONDS = 0.15
 RESULTS = 20
@@ -69,9 +70,7 @@ def hit_content(n: int, hit: SearchHit) -> Content:
     """Two lines: rank, document, chunk and signal ranks; then the snippet.
 
     A hit that is only closest by meaning (``hit.match == "closest"``) is dimmed."""
-    head = " › ".join(hit.heading_path) or "(top)"
-    if len(head) > 48:
-        head = "…" + head[-47:]
+    head = heading_label(hit.heading_path, 48, start_char=hit.start_char)
     ranks = []
     for sig in ("lexical", "vector"):
         r = hit.ranks.get(sig)

@@ -29,7 +29,7 @@ from textual.worker import get_current_worker
 
 from memlens.core.types import Chunk
 
-from .fmt import size_bar
+from .fmt import heading_label, size_bar
 
 LARGE_CHARS = 200_000
 """Documents with more text than this are laid out in a thread worker."""
@@ -109,16 +109,16 @@ def build_lines(chunks: list[Chunk], width: int, max_tokens: int, *,
         return lines, starts
     for ci, c in enumerate(chunks):
         starts.append(len(lines))
-        head = " › ".join(c.heading_path) if c.heading_path else \
-            ("(top of file)" if c.ordinal == 0 else "(no heading)")
         bar, over = size_bar(c.tokens, max_tokens)
         right = f" {c.tokens}/{max_tokens} tok "
         mark = " ◆ search hit" if hit == ci else ""
+        why = f" · {c.reason}" if c.reason else ""
         room = body_w - len(right) - len(bar) - len(mark) - 1
-        if len(head) > room:
-            head = head[: max(1, room - 1)] + "…"
-        pad = " " * max(0, room - len(head))
-        parts = [(head, "header"), (pad, "header")]
+        if len(why) > room // 2:
+            why = why[: max(0, room // 2 - 1)] + "…" if room // 2 > 4 else ""
+        head = heading_label(c.heading_path, room - len(why), start_char=c.start_char)
+        pad = " " * max(0, room - len(head) - len(why))
+        parts = [(head, "header"), (why, "header-meta"), (pad, "header")]
         if mark:
             parts.append((mark, "hit"))
         parts += [(right, "header-meta"), (bar, "bar-over" if over else "bar"), (" ", "header")]

@@ -112,3 +112,25 @@ def short_hash(h: str | None, n: int = 12) -> str:
 def plural(n: int, word: str) -> str:
     """``1 chunk`` / ``3 chunks``."""
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def heading_label(path: Sequence[str], room: int, *, start_char: int = 0) -> str:
+    """A heading path that fits ``room`` cells, cut from its *start* so the nearest
+    heading stays readable: ``… › Caching › Cache key format``.
+
+    A chunk without headings is ``(top of file)`` when it starts the file and
+    ``(no heading)`` elsewhere.
+    """
+    if not path:
+        label = "(top of file)" if start_char == 0 else "(no heading)"
+        return label if len(label) <= room else label[: max(1, room - 1)] + "…"
+    parts = list(path)
+    full = " › ".join(parts)
+    if len(full) <= room:
+        return full
+    while len(parts) > 1 and len("… › " + " › ".join(parts)) > room:
+        parts.pop(0)
+    last = "… › " + " › ".join(parts) if len(parts) < len(path) else " › ".join(parts)
+    if len(last) <= room:
+        return last
+    return "…" + last[len(last) - max(1, room - 1):]
