@@ -210,3 +210,16 @@ def test_embedder_switch_never_empty(tmp_path: Path) -> None:
     assert new.doctor()[1] == []
     new.close()
     observer.close()
+
+
+def test_match_spans_for_highlighting() -> None:
+    from memlens.core.search import match_spans
+
+    text = "Caching: the cache key format. Cached values; keys. Invalidate after commit."
+    assert [text[a:b] for a, b in match_spans(text, "cache key")] == [
+        "Caching", "cache", "key", "Cached", "keys"]
+    assert [text[a:b] for a, b in match_spans(text, "invalidation after commits?")] == [
+        "Invalidate", "after", "commit"]
+    assert match_spans(text, "the of a") == []  # stop words only
+    assert match_spans(text, "") == []
+    assert match_spans("a(b)[c]", "(b) [c]") == []  # one-letter fragments dropped

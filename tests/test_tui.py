@@ -499,6 +499,18 @@ async def test_live_search_updates_as_you_type_and_opens_hit(scenario: Scenario)
         assert view.hit == view.selected
         assert view.has_focus
         assert app.query_one("#tabs", TabbedContent).active == "tab-chunks"
+        # The searched words are highlighted in the opened document; n/N step through them.
+        assert app.hit_query == "cache keys"
+        assert view.terms and view.match_count > 0
+        chunk = view.chunks[view.hit]
+        words = {chunk.text[a:b].lower() for a, b in view.terms.get(view.hit, [])}
+        assert words & {"cache", "caching", "cached", "key", "keys"}
+        await pilot.press("n")
+        first = view._match_at
+        await pilot.press("n")
+        assert view._match_at == (first + 1) % view.match_count
+        await pilot.press("N")
+        assert view._match_at == first
 
 
 @async_test

@@ -563,3 +563,38 @@ def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,
     """Whether any active chunk shares a term with ``query`` (one lexical hit is enough)."""
     return bool(lexical(conn, query, k=1, repository=repository, doc_type=doc_type,
                         snippets=False).hits)
+
+
+def match_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """Where the query's words occur in ``text`` (for highlighting an opened hit).
+
+    The query is split the way :func:`build_fts_query` splits it (stop words and
+    one-letter fragments dropped); a word matches at the start of a word of the
+    text, case-insensitively, once a common English suffix is cut off (a rough
+    stand-in for the porter stemmer the index uses, so ``cache`` finds ``Caching``
+    and ``invalidation`` finds ``invalidate``). Returns sorted, non-overlapping
+    ``(start, end)`` spans of whole words of ``text``.
+    """
+    terms: list[str] = []
+    for raw in _TERM_RE.findall(query):
+        for part in _PART_RE.findall(raw):
+            low = part.lower()
+            if len(low) > 1 and low not in STOP_WORDS and low not in terms:
+                terms.append(low)
+    if not terms:
+        return []
+    stems = sorted({_rough_stem(t) for t in terms}, key=len, reverse=True)
+    pattern = re.compile(r"(?<![^\W_])(?:" + "|".join(re.escape(t) for t in stems) + r")[^\W_]*",
+                         re.IGNORECASE)
+    return [m.span() for m in pattern.finditer(text)]
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ed", "es", "er", "ly",
+             "s", "e")
+
+
+def _rough_stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word

@@ -425,6 +425,12 @@ class MemoryService:
                                      fusion_options=opts.fusion_options(),
                                      prefer_repository=prefer)
 
+    @staticmethod
+    def match_spans(text: str, query: str) -> list[tuple[int, int]]:
+        """Where the words of ``query`` occur in ``text`` (see
+        :func:`memlens.core.search.match_spans`), for highlighting an opened hit."""
+        return search_mod.match_spans(text, query)
+
     def current_repository(self, cwd: Path | None = None) -> str | None:
         """The repository of the Claude project the user is in, if memlens holds it.
 

@@ -113,6 +113,7 @@ class MemlensApp(AppWorkers):
         self.show_tombstoned = False
         self.search_mode = "hybrid"
         self.search_query = ""
+        self.hit_query = ""  # words of the search whose hit is open (highlighted)
         # Latency figures vary run to run; deterministic screenshots turn them off.
         self.show_timings = True
         self.current_doc_id: int | None = None
@@ -439,6 +440,7 @@ class MemlensApp(AppWorkers):
             return
         if hit is None:
             return
+        self.hit_query = self.search_query  # the searched words get highlighted
         self.open_document(hit.document_id, hit=hit)
 
     def open_document(self, doc_id: int, *, hit: SearchHit | None = None) -> None:

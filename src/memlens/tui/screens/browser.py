@@ -248,8 +248,11 @@ class BrowserScreen(Screen[None]):
         hit = _chunk_index(d, d.hit_ordinal)
         note = "deleted: no chunks (history is in the timeline)" if d.document["tombstoned"] \
             else "empty document: stored, nothing searchable"
+        query = getattr(self.memlens, "hit_query", "") if hit is not None else ""
+        terms = {i: spans for i, c in enumerate(d.chunks)
+                 if (spans := self.memlens.service.match_spans(c.text, query))} if query else {}
         self.chunk_view.set_chunks(d.chunks, d.max_tokens, select=select, hit=hit,
-                                   empty_note=note, markers=limit_markers(d))
+                                   empty_note=note, markers=limit_markers(d), terms=terms)
         self.query_one("#timeline", TimelineView).set_history(
             d.history, d.document["current_revision_id"], d.document["active_revision_id"])
         self.render_projection(d)

@@ -304,6 +304,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         if not self.hits:
             return
         idx = self._hit_at(ol.highlighted)
+        self.app.search_query = self.query_text  # type: ignore[attr-defined]
         self.dismiss(self.hits[idx if idx is not None else 0])
 
     @on(OptionList.OptionSelected, "#search-results")
@@ -311,6 +312,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         event.stop()
         idx = self._hit_at(event.option_index)
         if idx is not None:
+            self.app.search_query = self.query_text  # type: ignore[attr-defined]
             self.dismiss(self.hits[idx])
 
     def action_close(self) -> None:

@@ -92,14 +92,44 @@ def _clean(text: str) -> str:
                    for c in text)
 
 
+def _mark_terms(parts: list[tuple[str, str]], start: int,
+                spans: Sequence[tuple[int, int]]) -> list[tuple[str, str]]:
+    """Split consecutive ``parts`` (covering chunk text from ``start``) so the
+    characters inside ``spans`` get the role ``term``."""
+    if not spans:
+        return parts
+    out: list[tuple[str, str]] = []
+    pos = start
+    for text, role in parts:
+        end = pos + len(text)
+        cur = pos
+        for a, b in spans:
+            if b <= cur or a >= end:
+                continue
+            a, b = max(a, cur), min(b, end)
+            if a > cur:
+                out.append((text[cur - pos:a - pos], role))
+            out.append((text[a - pos:b - pos], "term"))
+            cur = b
+        if cur < end:
+            out.append((text[cur - pos:], role))
+        pos = end
+    return out
+
+
 def build_lines(chunks: list[Chunk], width: int, max_tokens: int, *,
                 hit: int | None = None, empty_note: str = "",
-                markers: Sequence[tuple[int, str]] = ()) -> tuple[list[_Line], list[int]]:
+                markers: Sequence[tuple[int, str]] = (),
+                terms: dict[int, list[tuple[int, int]]] | None = None,
+                ) -> tuple[list[_Line], list[int]]:
     """Lay out chunks for ``width`` cells; returns lines and each chunk's header line.
 
     ``markers`` are (character offset of a line start, label) pairs drawn as a
     rule above that line, e.g. where Claude stops reading a long ``MEMORY.md``.
+    ``terms`` maps a chunk index to spans (in its text) of the query's words, drawn
+    highlighted.
     """
+    terms = terms or {}
     marks = dict(markers)
     body_w = max(8, width - GUTTER)
     lines: list[_Line] = []
@@ -143,6 +173,7 @@ def build_lines(chunks: list[Chunk], width: int, max_tokens: int, *,
                     cut = ov - pos
                     parts.append((src[a:cut], "overlap"))
                     parts.append((src[cut:b], role))
+                parts = _mark_terms(parts, ga, terms.get(ci, ()))
                 if first:
                     gutter = f"{c.tokens}t"
                 elif ga < ov:
@@ -168,6 +199,8 @@ class ChunkView(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", show=False),
         Binding("home", "scroll_home", show=False),
         Binding("end", "scroll_end", show=False),
+        Binding("n", "next_match", "Next match", show=False),
+        Binding("N", "previous_match", "Previous match", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -175,7 +208,7 @@ class ChunkView(ScrollView, can_focus=True):
         "chunk-view--overlap", "chunk-view--header", "chunk-view--header-meta",
         "chunk-view--heading", "chunk-view--gutter", "chunk-view--marker",
         "chunk-view--bar", "chunk-view--bar-over", "chunk-view--muted", "chunk-view--hit",
-        "chunk-view--cut",
+        "chunk-view--cut", "chunk-view--term",
     }
 
     DEFAULT_CSS = """
@@ -195,6 +228,7 @@ class ChunkView(ScrollView, can_focus=True):
         & > .chunk-view--muted { color: $text-muted; text-style: italic; }
         & > .chunk-view--hit { color: $text-accent; text-style: bold; }
         & > .chunk-view--cut { color: $text-error; background: $error-muted; text-style: bold; }
+        & > .chunk-view--term { color: $text-warning; text-style: bold reverse; }
     }
     """
 
@@ -219,6 +253,9 @@ class ChunkView(ScrollView, can_focus=True):
         self.hit: int | None = None
         self.empty_note = ""
         self.markers: list[tuple[int, str]] = []
+        self.terms: dict[int, list[tuple[int, int]]] = {}
+        self.match_lines: list[int] = []
+        self._match_at = -1
         self._lines: list[_Line] = []
         self._starts: list[int] = []
         self._layout_width = -1
@@ -229,9 +266,14 @@ class ChunkView(ScrollView, can_focus=True):
     # -- data ---------------------------------------------------------------
     def set_chunks(self, chunks: list[Chunk], max_tokens: int, *, select: int | None = None,
                    hit: int | None = None, empty_note: str = "",
-                   markers: Sequence[tuple[int, str]] = ()) -> None:
-        """Show these chunks; select ``select`` (an index) or the first one."""
+                   markers: Sequence[tuple[int, str]] = (),
+                   terms: dict[int, list[tuple[int, int]]] | None = None) -> None:
+        """Show these chunks; select ``select`` (an index) or the first one; highlight
+        ``terms`` (chunk index -> spans of the searched words; ``n``/``N`` step
+        through them)."""
         self.markers = list(markers)
+        self.terms = dict(terms or {})
+        self._match_at = -1
         self.chunks = list(chunks)
         self.max_tokens = max_tokens
         self.hit = hit
@@ -300,6 +342,31 @@ class ChunkView(ScrollView, can_focus=True):
         """Wheel scrolling releases the scroll target."""
         self._user_scrolled()
 
+    def action_next_match(self) -> None:
+        """Scroll to the next line with a searched word (else: next chunk)."""
+        self._step_match(1)
+
+    def action_previous_match(self) -> None:
+        """Scroll to the previous line with a searched word (else: previous chunk)."""
+        self._step_match(-1)
+
+    def _step_match(self, delta: int) -> None:
+        if not self.match_lines:
+            (self.select_next if delta > 0 else self.select_previous)()
+            return
+        self._match_at = (self._match_at + delta) % len(self.match_lines)
+        line = self.match_lines[self._match_at]
+        self._scroll_target = None
+        chunk = self._lines[line].chunk
+        if chunk != self.selected:
+            self.select(chunk, scroll=False)
+        self.scroll_to(y=max(0, line - 2), animate=False)
+
+    @property
+    def match_count(self) -> int:
+        """Highlighted occurrences of the searched words (lines holding one)."""
+        return len(self.match_lines)
+
     def select_next(self) -> None:
         """Select the next chunk."""
         if self.chunks:
@@ -323,7 +390,7 @@ class ChunkView(ScrollView, can_focus=True):
         self._layout_width = width
         self._layout_gen += 1
         args = (list(self.chunks), width, self.max_tokens, self.hit, self.empty_note,
-                list(self.markers))
+                list(self.markers), dict(self.terms))
         if sum(len(c.text) for c in self.chunks) > LARGE_CHARS:
             # A huge document is laid out in a thread so the event loop stays free.
             self._apply_layout(self._layout_gen, width,
@@ -331,14 +398,15 @@ class ChunkView(ScrollView, can_focus=True):
             self._layout_worker(self._layout_gen, *args)
             return
         lines, starts = build_lines(args[0], width, args[2], hit=args[3], empty_note=args[4],
-                                    markers=args[5])
+                                    markers=args[5], terms=args[6])
         self._apply_layout(self._layout_gen, width, lines, starts)
 
     @work(thread=True, exclusive=True, group="chunk-layout", exit_on_error=False)
     def _layout_worker(self, gen: int, chunks: list[Chunk], width: int, max_tokens: int,
-                       hit: int | None, note: str, markers: list[tuple[int, str]]) -> None:
+                       hit: int | None, note: str, markers: list[tuple[int, str]],
+                       terms: dict[int, list[tuple[int, int]]]) -> None:
         lines, starts = build_lines(chunks, width, max_tokens, hit=hit, empty_note=note,
-                                    markers=markers)
+                                    markers=markers, terms=terms)
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._apply_layout, gen, width, lines, starts)
 
@@ -346,6 +414,8 @@ class ChunkView(ScrollView, can_focus=True):
         if gen != self._layout_gen:
             return  # a newer document or width won
         self._lines, self._starts = lines, starts
+        self.match_lines = [i for i, ln in enumerate(lines)
+                            if any(role == "term" for _, role in ln.parts)]
         self.virtual_size = Size(width, len(lines))
         self.refresh()
         if self._scroll_target is not None:
