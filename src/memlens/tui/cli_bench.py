@@ -48,7 +48,8 @@ def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> Non
                    help="comma list of strategies (default: whole,headings,windows-48-12,"
                    "adaptive-400-80; with --generate: adaptive-400-80)")
     p.add_argument("--modes", default="lexical,vector,hybrid", metavar="LIST",
-                   help="comma list of search modes (default: lexical,vector,hybrid)")
+                   help="comma list of search modes (default: lexical,vector,hybrid); "
+                   "hybrid-rrf, hybrid-zscore, hybrid-minmax, hybrid-convex pick the fusion")
     p.add_argument("--embedder", default=None, metavar="NAME[,NAME...]",
                    help="embedders to compare (default: every one available here; the others "
                    "are listed as skipped with the reason)")

@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 
 from ..chunking import ChunkerConfig
-from ..config import load_settings
+from ..config import FUSIONS, load_settings
 from ..embedding import Embedder
 from ..sources import MemoryRoot, UsageError, roots_for_path
 from .common import FIXED_EPOCH, FIXED_INSTALL_KEY, MODES, BenchError
@@ -157,15 +157,17 @@ def ingest_corpus(svc: Any, roots: Sequence[MemoryRoot], timed: TimedEmbedder) -
 
 
 def check_modes(modes: Sequence[str]) -> list[str]:
-    """The modes, deduplicated in order.
+    """The modes, deduplicated in order (``hybrid-rrf`` and the like pick a fusion).
 
     Raises:
         BenchError: On an unknown mode, or when none is given.
     """
     out: list[str] = []
     for m in modes:
-        if m not in MODES:
-            raise BenchError(f"unknown search mode {m!r}; use {', '.join(MODES)}")
+        base, _, fusion = m.partition("-")
+        if base not in MODES or (fusion and (base != "hybrid" or fusion not in FUSIONS)):
+            raise BenchError(f"unknown search mode {m!r}; use {', '.join(MODES)} or "
+                             f"hybrid-<fusion> with fusion in {', '.join(FUSIONS)}")
         if m not in out:
             out.append(m)
     if not out:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import search as search_mod
+from ..config import SearchSettings
 from ..embedding import Embedder
 from ..sources import MemoryRoot
 from .common import BENCH_FORMAT, EVAL_K, FETCH_K, MODES, BenchError, ProgressFn
@@ -53,9 +54,13 @@ def _judge(svc: Any, queries: Sequence[Query], mode: str, embedder: Embedder | N
     by_kind_sec: dict[str, list[dict[str, float]]] = {}
     per_query: list[dict[str, Any]] = []
     ctx: list[int] = []
+    base, _, fusion = mode.partition("-")
+    options = SearchSettings().fusion_options()
+    if fusion:
+        options["fusion"] = fusion
     for q in queries:
-        res = search_mod.search(conn, q.query, mode=mode, embedder=embedder, k=FETCH_K,
-                                per_document=0)
+        res = search_mod.search(conn, q.query, mode=base, embedder=embedder, k=FETCH_K,
+                                per_document=0, fusion_options=options)
         hits = res.hits
         docs = dedupe_by_document(hits)[:EVAL_K]
         doc_rel = [h.repository == q.repository and h.path == q.path for h in docs]
