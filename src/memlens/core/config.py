@@ -66,7 +66,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "retention.max_age_days": (int, 0),
     "projection.retry_base_seconds": (float, 5.0),
     "projection.retry_max_seconds": (float, 3600.0),
-    "search.fusion": (str, "convex"),
+    "search.fusion": (str, "auto"),
     "search.lexical_weight": (float, 1.0),
     "search.vector_weight": (float, 0.5),
     "search.rrf_k": (float, 60.0),
@@ -75,6 +75,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "search.prefer_current_project": (bool, True),
 }
 FUSIONS = ("convex", "minmax", "zscore", "rrf")
+FUSION_CHOICES = ("auto", *FUSIONS)
 # Free-form options passed to the embedder (base_url, model, path, dim, ...).
 _EMBEDDER_OPTION_TYPES = (str, int, float, bool)
 
@@ -156,14 +157,14 @@ class ProjectionSettings:
 class SearchSettings:
     """``[search]``: how hybrid search fuses its two signals, and project preference.
 
-    ``fusion`` is one of :data:`FUSIONS`; the weights multiply the (normalised)
+    ``fusion`` is ``auto`` or one of :data:`FUSIONS`; the weights multiply the (normalised)
     lexical and vector signals; ``candidates`` is the depth read from each side;
     semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
     the query's vector candidates; ``prefer_current_project`` ranks the memory of
     the project the user is in (from the working directory) first.
     """
 
-    fusion: str = "convex"
+    fusion: str = "auto"
     lexical_weight: float = 1.0
     vector_weight: float = 0.5
     rrf_k: float = 60.0
@@ -171,9 +172,17 @@ class SearchSettings:
     semantic_min_z: float = 1.0
     prefer_current_project: bool = True
 
-    def fusion_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`memlens.core.search.hybrid`."""
-        return {"fusion": self.fusion, "lexical_weight": self.lexical_weight,
+    def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for :func:`memlens.core.search.hybrid`.
+
+        ``auto`` resolves to ``zscore``, except with the ``hashing`` embedder (name
+        ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
+        (measured on the dev corpus, ``docs/research/search-fusion.md``).
+        """
+        fusion = self.fusion
+        if fusion == "auto":
+            fusion = "convex" if embedder == "hashing" else "zscore"
+        return {"fusion": fusion, "lexical_weight": self.lexical_weight,
                 "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
                 "candidates": self.candidates, "semantic_min_z": self.semantic_min_z}
 
@@ -313,8 +322,8 @@ def _coerce(key: str, value: Any, where: str) -> Any:
 
 def _check_value(key: str, value: Any, where: str) -> None:
     """Range and choice checks beyond the type."""
-    if key == "search.fusion" and value not in FUSIONS:
-        raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSIONS)},"
+    if key == "search.fusion" and value not in FUSION_CHOICES:
+        raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSION_CHOICES)},"
                           f" got {value!r}")
     if key == "search.candidates" and (not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")

@@ -171,18 +171,25 @@ class MemoryService:
 
     @property
     def embedder(self) -> Embedder:
-        """The configured embedder (``auto``: shipped static model, else hashing)."""
+        """The configured embedder. ``auto`` (the default) is the shipped int8 ONNX
+        all-MiniLM-L6-v2 (``minilm``), else the shipped static model, else hashing —
+        the first one this install can run."""
         with self._embedder_lock:
             if self._embedder is None:
                 name = self.settings.embedder.name
                 opts = dict(self.settings.embedder.options)
                 if name == "auto":
-                    try:
-                        self._embedder = make_embedder("static", opts)
-                    except EmbedderUnavailable:
+                    for candidate, copts in (("minilm", opts), ("static", {})):
+                        try:
+                            self._embedder = make_embedder(candidate, copts)
+                            break
+                        except EmbedderUnavailable:
+                            continue
+                    else:
                         self._embedder = make_embedder("hashing", {})
                 else:
                     self._embedder = make_embedder(name, opts)
+            assert self._embedder is not None
             return self._embedder
 
     def install_key(self) -> bytes:
@@ -422,7 +429,8 @@ class MemoryService:
         with dbm.read_txn(conn):
             return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
                                      repository=repository, doc_type=doc_type,
-                                     fusion_options=opts.fusion_options(),
+                                     fusion_options=opts.fusion_options(
+                                         emb.name if emb is not None else None),
                                      prefer_repository=prefer)
 
     @staticmethod

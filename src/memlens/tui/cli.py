@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--repository", help="only this repository")
     s.add_argument("--type", dest="doc_type", help="only documents with this front-matter type")
     s.add_argument("--embedder", help="embedder for the query (must match the projection)")
-    s.add_argument("--fusion", choices=list(FUSIONS),
+    s.add_argument("--fusion", choices=["auto", *FUSIONS],
                    help="how hybrid fuses lexical and vector scores (config [search] fusion)")
     s.add_argument("--all-projects", action="store_true",
                    help="do not rank the current project's memory first")

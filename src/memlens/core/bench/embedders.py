@@ -83,7 +83,7 @@ class TimedEmbedder:
         self.doc_texts = self.queries = 0
 
 
-DEFAULT_EMBEDDERS: Final = ("hashing", "static", "model2vec", "sentence-transformers")
+DEFAULT_EMBEDDERS: Final = ("hashing", "static", "minilm", "model2vec", "sentence-transformers")
 """Embedders tried by default, in order; unavailable ones are reported as skipped."""
 
 

@@ -55,7 +55,7 @@ def _judge(svc: Any, queries: Sequence[Query], mode: str, embedder: Embedder | N
     per_query: list[dict[str, Any]] = []
     ctx: list[int] = []
     base, _, fusion = mode.partition("-")
-    options = SearchSettings().fusion_options()
+    options = SearchSettings().fusion_options(embedder.name if embedder is not None else None)
     if fusion:
         options["fusion"] = fusion
     for q in queries:

@@ -22,6 +22,7 @@ FloatArray = npt.NDArray[np.float32]
 METRIC: Final = "cosine"
 EMBEDDER_NAMES: Final[tuple[str, ...]] = (
     "hashing",
+    "minilm",
     "model2vec",
     "openai",
     "sentence-transformers",
