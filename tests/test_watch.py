@@ -549,7 +549,10 @@ def test_watch_errors_are_surfaced_and_retried(tree: MemoryTree,
         w.broken.unlink()
         (tree.memdir() / "t1.md").write_text("# Topic 1\n\nchanged\n")
         wait_until(lambda: w.state == "watching", what="recovery", timeout=15)
-        assert any(e.kind == "reconcile" and "recovered" in e.message for e in events)
+        # The recovery reconcile is requested when the watch comes back and reported by
+        # the consumer thread a moment later: wait for it rather than race it.
+        wait_until(lambda: any(e.kind == "reconcile" and "recovered" in e.message
+                               for e in list(events)), what="recovered reconcile", timeout=15)
         (tree.memdir() / "after.md").write_text("after recovery qqafter\n")
         wait_until(lambda: [h.path for h in svc.search("qqafter", mode="lexical").hits]
                    == ["after.md"], what="events after recovery", timeout=5)
