@@ -566,6 +566,32 @@ async def test_search_mode_toggle(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_search_history_recall(scenario: Scenario) -> None:
+    """A finished search is kept; ``↑`` in an empty box recalls it, ``↓`` clears."""
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await type_text(pilot, "cache key")
+        await settle(pilot)
+        await pilot.press("enter")  # opens the hit: the search is finished
+        await settle(pilot)
+        assert scenario.service.recent_searches()[:1] == ["cache key"]
+        await pilot.press("s")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        box = screen.query_one("#search-input", Input)
+        box.value = ""
+        await settle(pilot)
+        await pilot.press("up")
+        await settle(pilot)
+        assert box.value == "cache key" and screen.hits
+        await pilot.press("down")
+        assert box.value == ""
+
+
+@async_test
 async def test_search_nonsense_presents_no_matches(scenario: Scenario) -> None:
     """A word found nowhere: the hits are closest-by-meaning only, below a divider."""
     app = scenario.app()

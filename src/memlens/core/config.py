@@ -73,6 +73,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "search.candidates": (int, 50),
     "search.semantic_min_z": (float, 1.0),
     "search.prefer_current_project": (bool, True),
+    "search.history": (int, 100),
 }
 FUSIONS = ("convex", "minmax", "zscore", "rrf")
 FUSION_CHOICES = ("auto", *FUSIONS)
@@ -161,7 +162,8 @@ class SearchSettings:
     lexical and vector signals; ``candidates`` is the depth read from each side;
     semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
     the query's vector candidates; ``prefer_current_project`` ranks the memory of
-    the project the user is in (from the working directory) first.
+    the project the user is in (from the working directory) first; ``history`` is how
+    many finished searches are kept for recall and rechunk previews (0: none).
     """
 
     fusion: str = "auto"
@@ -171,6 +173,7 @@ class SearchSettings:
     candidates: int = 50
     semantic_min_z: float = 1.0
     prefer_current_project: bool = True
+    history: int = 100
 
     def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
         """Keyword arguments for :func:`memlens.core.search.hybrid`.
@@ -261,7 +264,8 @@ class Settings:
                               rrf_k=float(v["search.rrf_k"]),
                               candidates=int(v["search.candidates"]),
                               semantic_min_z=float(v["search.semantic_min_z"]),
-                              prefer_current_project=bool(v["search.prefer_current_project"]))
+                              prefer_current_project=bool(v["search.prefer_current_project"]),
+                              history=int(v["search.history"]))
 
     @property
     def roots(self) -> list[Path]:

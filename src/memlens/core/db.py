@@ -34,7 +34,7 @@ import sqlite_vec
 
 from . import faults
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 15_000
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -236,7 +236,20 @@ CREATE TABLE chunker_choices (
 ALTER TABLE memory_chunks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 """
 
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5]
+# v6: the last searches people made (owner: search_history.py), for recall in the TUI
+# and for replaying them against a proposed rechunk.
+_SCHEMA_V6 = """
+CREATE TABLE search_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    query TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    source TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX idx_search_history_at ON search_history(at);
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6]
 
 _vec_path: str | None = None
 _vec_lock = threading.Lock()

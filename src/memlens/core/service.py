@@ -29,6 +29,7 @@ from . import db as dbm
 from . import doctor as doctor_mod
 from . import projection as proj
 from . import search as search_mod
+from . import search_history
 from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
 from .chunker_choice import ChunkerChoice
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
@@ -432,6 +433,16 @@ class MemoryService:
                                      fusion_options=opts.fusion_options(
                                          emb.name if emb is not None else None),
                                      prefer_repository=prefer)
+
+    def remember_search(self, query: str, mode: str, source: str) -> bool:
+        """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not
+        stored when ``[search] history`` is 0. Returns whether it was stored."""
+        return search_history.record(self.conn(), query, mode, source, self.clock(),
+                                     self.settings.search.history)
+
+    def recent_searches(self, limit: int = 50) -> list[str]:
+        """The last distinct finished searches, newest first."""
+        return search_history.recent(self.conn(), limit)
 
     @staticmethod
     def match_spans(text: str, query: str) -> list[tuple[int, int]]:

@@ -306,6 +306,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
                          doc_type=args.doc_type, all_projects=args.all_projects)
+        _remember(svc, args.query, args.mode)
     except (SearchError, EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
@@ -330,6 +331,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     for n in res.notes:
         _err(n)
     return EXIT_OK
+
+
+def _remember(svc: MemoryService, query: str, mode: str) -> None:
+    """Keep the search for recall; a read-only or locked database is not an error here."""
+    try:
+        svc.remember_search(query, mode, "cli")
+    except DatabaseError:
+        pass
+    except Exception as exc:  # history is best effort: the search has answered
+        if type(exc).__module__.startswith("apsw"):
+            return
+        raise
 
 
 def _one_line_snippet(snippet: str, spans: Sequence[Sequence[int]], width: int = 160) -> str:

@@ -129,7 +129,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         Binding("ctrl+t", "cycle_mode", "Mode"),
         Binding("ctrl+g", "toggle_projects", "All projects"),
         Binding("down", "cursor(1)", "Next hit", show=False),
-        Binding("up", "cursor(-1)", "Previous hit", show=False),
+        Binding("up", "cursor(-1)", "Previous hit / recall", show=False),
         Binding("enter", "open", "Open hit", priority=False),
     ]
 
@@ -151,6 +151,8 @@ class SearchScreen(Screen["SearchHit | None"]):
         self.hits: list[SearchHit] = []
         self._option_of_hit: list[int] = []
         self.all_projects = False
+        self._history: list[str] | None = None  # recent searches, read on first recall
+        self._recall_at: int | None = None
         self.last: SearchOutcome | None = None
         self.debouncer = Debouncer(self, DEBOUNCE_SECONDS)
         self._fired: tuple[str, str, float] | None = None
@@ -171,6 +173,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     def on_mount(self) -> None:
         """Focus the input and run the initial query, if any."""
         self.query_one("#search-input", Input).focus()
+        self.load_history()
         if self.initial_query.strip():
             self._start(self.initial_query)
 
@@ -194,6 +197,9 @@ class SearchScreen(Screen["SearchHit | None"]):
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
         value = event.value
+        if self._recall_at is not None and self._history and \
+                value != self._history[self._recall_at]:
+            self._recall_at = None  # typing leaves the history
         self.debouncer.start(lambda: self._start(value))
 
     @on(Input.Submitted, "#search-input")
@@ -290,13 +296,64 @@ class SearchScreen(Screen["SearchHit | None"]):
             self.action_cycle_mode()
 
     def action_cursor(self, delta: int) -> None:
-        """Move the highlight in the results while typing."""
+        """Move the highlight in the results while typing; in an empty box (or while
+        stepping through history) ``↑``/``↓`` recall earlier searches."""
         ol = self.query_one("#search-results", OptionList)
+        box = self.query_one("#search-input", Input)
+        if not box.value.strip() or self._recall_at is not None:
+            if self._recall(delta):
+                return
         if not self.hits:
             return
         cur = self._hit_at(ol.highlighted)
         nxt = max(0, min(len(self.hits) - 1, (cur if cur is not None else -1) + delta))
         ol.highlighted = self._option_of_hit[nxt]
+
+    def _recall(self, delta: int) -> bool:
+        """Put an earlier search in the box (``delta`` -1 = older); False if none."""
+        if not self._history:
+            return False
+        at = -1 if self._recall_at is None else self._recall_at
+        at = at + (1 if delta < 0 else -1)
+        if at < 0:
+            self._recall_at = None
+            self.query_one("#search-input", Input).value = ""
+            return True
+        at = min(at, len(self._history) - 1)
+        self._recall_at = at
+        box = self.query_one("#search-input", Input)
+        box.value = self._history[at]
+        box.cursor_position = len(box.value)
+        return True
+
+    def _remember(self) -> None:
+        """Keep the finished search for later recall (best effort)."""
+        query = self.query_text.strip()
+        if not query:
+            return
+        service, mode = self.app.service, self.mode  # type: ignore[attr-defined]
+
+        def keep() -> None:  # in a thread: the event loop never runs SQL
+            try:
+                service.remember_search(query, mode, "tui")
+            except Exception as exc:  # a locked or read-only database must not matter
+                self.app.log.warning(f"search not kept in history: {exc}")
+            finally:
+                service.release_thread_connection()
+
+        self.app.run_worker(keep, thread=True, group="search-history", exit_on_error=False)
+
+    @work(thread=True, exclusive=True, group="search-recall", exit_on_error=False)
+    def load_history(self) -> None:
+        """Read the recent searches once, for ``↑`` recall."""
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            found = service.recent_searches()
+        except Exception:  # no recall is better than a crash
+            found = []
+        finally:
+            service.release_thread_connection()
+        self.app.call_from_thread(setattr, self, "_history", found)
 
     def action_open(self) -> None:
         """Open the highlighted hit."""
@@ -305,6 +362,7 @@ class SearchScreen(Screen["SearchHit | None"]):
             return
         idx = self._hit_at(ol.highlighted)
         self.app.search_query = self.query_text  # type: ignore[attr-defined]
+        self._remember()
         self.dismiss(self.hits[idx if idx is not None else 0])
 
     @on(OptionList.OptionSelected, "#search-results")
@@ -313,9 +371,12 @@ class SearchScreen(Screen["SearchHit | None"]):
         idx = self._hit_at(event.option_index)
         if idx is not None:
             self.app.search_query = self.query_text  # type: ignore[attr-defined]
+            self._remember()
             self.dismiss(self.hits[idx])
 
     def action_close(self) -> None:
         """Back to the browser without opening anything."""
         self.app.search_query = self.query_text  # type: ignore[attr-defined]
+        if self.hits:
+            self._remember()
         self.dismiss(None)

@@ -1,0 +1,55 @@
+"""The last searches people made, kept in the database (``[search] history``).
+
+Only finished searches are kept — a CLI ``memlens search``, a TUI search whose hit was
+opened or whose screen was closed — never every keystroke of a live search. Queries are
+redacted before they are stored, like everything else. The TUI recalls them with ``↑``
+in an empty search box, and a rechunk preview replays them against the proposed
+chunks. ``history = 0`` turns it off (and :func:`forget_all` empties it). This module
+owns the ``search_history`` table.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from .db import rows, write_txn
+from .redact import redact
+
+
+def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float,
+           keep: int) -> bool:
+    """Store one finished search (redacted), keeping the newest ``keep``; returns
+    whether it was stored (not when ``keep`` is 0, the query is blank, or it repeats
+    the newest entry)."""
+    text = redact(query.strip()).text
+    if keep <= 0 or not text:
+        return False
+    with write_txn(conn):
+        last = rows(conn, "SELECT query, mode FROM search_history ORDER BY id DESC LIMIT 1")
+        if last and last[0]["query"] == text and last[0]["mode"] == mode:
+            return False
+        conn.execute("INSERT INTO search_history(query, mode, source, at) VALUES (?,?,?,?)",
+                     (text, mode, source, now))
+        conn.execute("DELETE FROM search_history WHERE id NOT IN"
+                     " (SELECT id FROM search_history ORDER BY id DESC LIMIT ?)", (keep,))
+    return True
+
+
+def recent(conn: apsw.Connection, limit: int = 50) -> list[str]:
+    """Distinct queries, newest first."""
+    out: list[str] = []
+    for r in rows(conn, "SELECT query FROM search_history ORDER BY id DESC LIMIT ?",
+                  (max(0, limit) * 4,)):
+        q = str(r["query"])
+        if q not in out:
+            out.append(q)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def forget_all(conn: apsw.Connection) -> int:
+    """Delete every stored search; returns how many there were."""
+    with write_txn(conn):
+        conn.execute("DELETE FROM search_history")
+        return int(conn.changes())
