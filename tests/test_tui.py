@@ -696,6 +696,22 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_rechunk_preview_shows_effect_on_recent_searches(scenario: Scenario) -> None:
+    doc = scenario.doc_id(TIDEWATER, "architecture.md")
+    scenario.service.remember_search("cache key format", "hybrid", "tui")
+    scenario.service.remember_search("zebraquokka", "hybrid", "tui")
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_doc(pilot, doc)
+        dialog = await _open_rechunk(pilot, "whole", "400", "0")
+        text = str(dialog.query_one("#effect", Static).render())
+        assert "effect on your recent searches" in text
+        assert "cache key format" in text and "→" in text and "zebraquokka" in text
+        await pilot.press("escape")
+
+
+@async_test
 async def test_rechunk_cancel_writes_nothing(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
     before = history_dicts(scenario.service, doc)

@@ -205,7 +205,10 @@ def test_search_hit_opened(scenario: Scenario, snap_compare: Snap) -> None:
 
 def test_rechunk_preview(scenario: Scenario, snap_compare: Snap) -> None:
     """Rechunk dialog: architecture.md, windows of 100 tokens with 20 overlap, previewed
-    beside the current adaptive chunks (count, min/median/max tokens); nothing written."""
+    beside the current adaptive chunks (count, min/median/max tokens) and the effect on
+    two recent searches; nothing written."""
+    scenario.service.remember_search("cache key format", "hybrid", "tui")
+    scenario.service.remember_search("startup sequence", "hybrid", "tui")
 
     async def dialog(pilot: Pilot[Any]) -> None:
         await pilot.press("c")

@@ -28,10 +28,12 @@ from . import chunker_choice as choice
 from . import db as dbm
 from . import doctor as doctor_mod
 from . import projection as proj
+from . import preview as preview_mod
 from . import search as search_mod
 from . import search_history
 from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
 from .chunker_choice import ChunkerChoice
+from .preview import QueryEffect
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import Settings, load_settings
 from .embedding import Embedder, EmbedderUnavailable, make_embedder
@@ -274,6 +276,18 @@ class MemoryService:
             raise LookupError(f"no document with id {doc_id}")
         new = chunk_markdown(doc.content, config, path=doc.path).chunks
         return self.chunks(doc_id), list(new)
+
+    def preview_search_effect(self, doc_id: int, config: ChunkerConfig,
+                              queries: Sequence[str] | None = None) -> list[QueryEffect]:
+        """How the document would rank for ``queries`` (default: the recent searches)
+        with its current chunks and with ``config``'s — lexical ranking, nothing written
+        (see :mod:`memlens.core.preview`)."""
+        doc = self.detail(doc_id)
+        if doc is None:
+            raise LookupError(f"no document with id {doc_id}")
+        current, proposed = self.preview_rechunk(doc_id, config)
+        qs = list(queries) if queries is not None else self.recent_searches(20)
+        return preview_mod.search_effect(self.conn(), doc_id, doc.path, current, proposed, qs)
 
     def rechunk(self, doc_ids: Sequence[int] | None, config: ChunkerConfig) -> list[int]:
         """Write rechunk revisions (all live documents when ``doc_ids`` is None).

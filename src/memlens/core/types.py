@@ -30,6 +30,7 @@ from .doctor import Problem
 from .embedding import EmbedderUnavailable, EmbeddingError
 from .indexfile import IndexWarning
 from .ingest import FileChange, IngestReport
+from .preview import QueryEffect
 from .projection import ProjectionOutcome, ProjectionReport
 from .search import MODES, NO_WORD_NOTE, SearchError, SearchHit, SearchResult
 from .sources import MemoryRoot, SourceError, UsageError
@@ -44,7 +45,7 @@ __all__ = [
     "FilterIndex",
     "IndexWarning", "IngestOutcome", "IngestReport", "MODES", "MemoryRoot", "NO_WORD_NOTE",
     "Problem",
-    "ProjectionOutcome", "ProjectionReport", "ProjectionSettings", "ProjectionState",
+    "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "UsageError", "WatchEvent", "WatchSettings",

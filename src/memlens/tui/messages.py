@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.message import Message
 
-from memlens.core.types import Chunk, DocumentSummary, IndexWarning, SearchResult
+from memlens.core.types import Chunk, DocumentSummary, IndexWarning, QueryEffect, SearchResult
 
 
 @dataclass
@@ -135,6 +135,7 @@ class PreviewReady(Message):
     current: list[Chunk]
     proposed: list[Chunk]
     error: str | None = None
+    effects: list[QueryEffect] = field(default_factory=list)  # recent searches replayed
 
 
 @dataclass

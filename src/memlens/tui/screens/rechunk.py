@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 from textual.worker import get_current_worker
 
-from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
+from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, QueryEffect
 
 from ..messages import PreviewReady
 from ..widgets.debounce import Debouncer
@@ -46,6 +46,29 @@ class RechunkRequest:
 def short_reason(reason: str) -> str:
     """``window 3/7`` for ``window 3/7 of "Backfill"`` (the heading is on the row)."""
     return reason.split(" of ", 1)[0] if reason.startswith("window ") else reason
+
+
+_ARROWS = {"better": ("▲", "$text-success"), "worse": ("▼", "$text-error"),
+           "found": ("▲", "$text-success"), "lost": ("▼", "$text-error"),
+           "same": ("=", "$text-muted")}
+
+
+def effect_content(effects: list[QueryEffect], limit: int = 6) -> Content:
+    """Your recent searches replayed: this document's rank now → with the proposal."""
+    if not effects:
+        return Content.styled("effect on search: no recent searches to replay yet "
+                              "(searches you finish are kept; [search] history)", "$text-muted")
+    parts: list[Any] = [("effect on your recent searches (lexical rank of this document, "
+                         "now → proposed): ", "$text-muted")]
+    for i, e in enumerate(effects[:limit]):
+        arrow, style = _ARROWS[e.change]
+        now = "–" if e.before is None else f"#{e.before}"
+        then = "–" if e.after is None else f"#{e.after}"
+        parts += [(" · " if i else "", "$text-muted"), f"“{e.query[:28]}” ",
+                  (f"{now}→{then} {arrow}", style)]
+    if len(effects) > limit:
+        parts.append((f" · +{len(effects) - limit} more", "$text-muted"))
+    return Content.assemble(*parts)
 
 
 def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400,
@@ -120,6 +143,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         & .column-head { height: 3; background: $panel; padding: 0 1; }
         & .column-body { height: 1fr; border: round $panel-lighten-2; padding: 0 1; }
         & .column-body > Static { text-wrap: nowrap; text-overflow: ellipsis; }
+        & #effect { height: auto; max-height: 4; }
         & #error { height: 1; color: $text-error; }
         & #buttons { height: 3; align-horizontal: right; }
         & #buttons Button { margin-left: 2; }
@@ -166,6 +190,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
                     yield Static("proposed", id="proposed-head", classes="column-head")
                     with VerticalScroll(classes="column-body"):
                         yield Static("…", id="proposed-body")
+            yield Static("", id="effect")
             yield Static("", id="error")
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
@@ -233,7 +258,8 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         service = self.app.service  # type: ignore[attr-defined]
         try:
             current, proposed = service.preview_rechunk(self.doc_id, cfg)
-            msg = PreviewReady(key, current, proposed)
+            effects = service.preview_search_effect(self.doc_id, cfg)
+            msg = PreviewReady(key, current, proposed, effects=effects)
         except Exception as exc:  # shown in the dialog
             msg = PreviewReady(key, [], [], error=str(exc))
         finally:
@@ -260,6 +286,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
                        message.proposed, length))
         self.query_one("#proposed-body", Static).update(
             chunks_content(message.proposed, cfg.max_tokens))
+        self.query_one("#effect", Static).update(effect_content(message.effects))
 
     # -- buttons ------------------------------------------------------------------
     @on(Button.Pressed, "#apply")
