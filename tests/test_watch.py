@@ -540,6 +540,8 @@ def test_watch_errors_are_surfaced_and_retried(tree: MemoryTree,
         wait_until(lambda: w.state == "watching", what="start")
         (tree.memdir() / "t0.md").write_text("# Topic 0\n\nthis event breaks the watch\n")
         wait_until(lambda: w.state == "error", what="error state")
+        # The state flips before the error event reaches on_event: wait for the event.
+        wait_until(lambda: any(e.kind == "error" for e in list(events)), what="error event")
         errs = [e for e in events if e.kind == "error"]
         assert errs and "file watch failed" in errs[0].message
         # while the watch is broken, the fallback reconcile still follows the files
