@@ -1,40 +1,114 @@
-"""Redaction scored on an external labelled set (gitleaks rule samples), per context.
+"""Redaction scored on two external labelled sets, per family and context.
 
-``tests/data/secrets/external.jsonl`` is built by ``tools/build_secret_set.py``
-from the ``tps``/``fps`` samples of the gitleaks rules (MIT, see
-``LICENSE-gitleaks``). The floors below are the figures measured when the set
-was added (docs/reliability.md, "Redaction"); they guard against regressions.
-Issue 16's targets (keyed >= 0.95 and prose >= 0.90 per family, fps >= 0.90)
-are not all met yet: see the docs for the gap.
+``tests/data/secrets/external.jsonl`` (the TUNING set) is built by
+``tools/build_secret_set.py`` from the ``tps``/``fps`` samples of the gitleaks
+rules (MIT, see ``LICENSE-gitleaks``); the rules of `memlens.core.redact` were
+improved by looking at its failures.
+``tests/data/secrets/external_detect_secrets.jsonl`` (the HELD-OUT set) is built
+by ``tools/build_secret_set_ds.py`` from detect-secrets' plugin tests
+(Apache-2.0, see ``LICENSE-detect-secrets``); no rule was tuned on it, it is
+only reported.
+
+Issue 16's targets: recall >= 0.95 keyed and >= 0.90 in prose (and in
+backticks/table cells) for every family of the tuning set, look-alike precision
+>= 0.90 on its ``fps``. Families still below target are gated at their measured
+value in ``BELOW_TARGET`` (docs/reliability.md, "Redaction", says why); every
+other family must meet the target. The held-out set is gated overall at the
+measured figures, as a regression guard.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
-from memlens.core.redact import load_labelled, redact
+import pytest
 
-EXTERNAL = Path(__file__).resolve().parent / "data" / "secrets" / "external.jsonl"
+from memlens.core.redact import load_labelled
+from memlens.core.redact_eval import GroupScore, evaluate, score_groups
 
-# context -> minimum share handled (secrets removed; fps left unchanged)
-FLOORS = {"keyed": 0.95, "prose": 0.50, "backticks": 0.50, "fp": 0.75}
+DATA = Path(__file__).resolve().parent / "data" / "secrets"
+TUNING = DATA / "external.jsonl"
+HELD_OUT = DATA / "external_detect_secrets.jsonl"
+
+TARGET = {"keyed": 0.95, "prose": 0.90, "backticks": 0.90}
+
+# (family, context) -> measured share, for the tuning-set families below TARGET.
+BELOW_TARGET = {
+    # gitleaks' own sample is AWS's documented ...EXAMPLE... key: kept on purpose.
+    ("aws", "keyed"): 0.0,
+    ("aws", "prose"): 0.0,
+    ("aws", "backticks"): 0.0,
+    # The builder's "longest token" of a curl sample is a URL, a UUID or a
+    # user:pass pair: not a secret once taken out of the curl command.
+    ("curl", "prose"): 3 / 18,
+    ("curl", "backticks"): 3 / 18,
+}
+
+# context -> measured share on the whole tuning set (secrets removed; fps kept)
+TUNING_FLOORS = {"keyed": 67 / 68, "prose": 52 / 68, "backticks": 52 / 68, "fp": 173 / 209}
+
+# Held-out set, measured once after tuning on the gitleaks set only.
+HELD_OUT_FLOORS = {"keyed": 52 / 57, "prose": 31 / 57, "backticks": 31 / 57, "fp": 61 / 90}
+HELD_OUT_RECALL = 114 / 171
+HELD_OUT_PRECISION = 114 / (114 + 29)  # 29 look-alikes altered
 
 
-def test_external_set_per_context_floors() -> None:
-    examples = load_labelled(EXTERNAL)
+@pytest.fixture(scope="module")
+def tuning_groups() -> dict[tuple[str, ...], GroupScore]:
+    examples = load_labelled(TUNING)
     assert len(examples) >= 400
-    total: Counter[str] = Counter()
-    ok: Counter[str] = Counter()
-    for ex in examples:
-        ctx = ex.format.split("/")[1]
-        out = redact(ex.text).text
-        total[ctx] += 1
-        if ex.label == "lookalike":
-            ok[ctx] += out == ex.text
-        else:
-            assert ex.secret
-            ok[ctx] += ex.secret not in out and "[REDACTED:" in out
-    scores = {ctx: ok[ctx] / total[ctx] for ctx in total}
-    assert set(scores) == set(FLOORS)
-    assert all(scores[c] >= FLOORS[c] for c in FLOORS), scores
+    return score_groups(examples)
+
+
+def _per_context(groups: dict[tuple[str, ...], GroupScore]) -> dict[str, float]:
+    handled: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for (_, ctx), score in groups.items():
+        handled[ctx] = handled.get(ctx, 0) + score.handled
+        total[ctx] = total.get(ctx, 0) + score.total
+    return {ctx: handled[ctx] / total[ctx] for ctx in total}
+
+
+def test_tuning_set_per_context_floors(tuning_groups: dict[tuple[str, ...], GroupScore]) -> None:
+    scores = _per_context(tuning_groups)
+    assert set(scores) == set(TUNING_FLOORS)
+    low = {c: round(scores[c], 3) for c in TUNING_FLOORS if scores[c] < TUNING_FLOORS[c] - 1e-9}
+    assert not low, (low, scores)
+
+
+def test_tuning_set_every_family_and_context(
+    tuning_groups: dict[tuple[str, ...], GroupScore],
+) -> None:
+    failures = []
+    for (family, ctx), score in tuning_groups.items():
+        if ctx == "fp":
+            continue
+        floor = BELOW_TARGET.get((family, ctx), TARGET[ctx])
+        if score.share < floor - 1e-9:
+            failures.append(f"{family}/{ctx}: {score.handled}/{score.total} < {floor:.3f}")
+    assert not failures, failures
+
+
+def test_below_target_list_is_current(tuning_groups: dict[tuple[str, ...], GroupScore]) -> None:
+    """A family that reaches its target must leave BELOW_TARGET (and the docs)."""
+    for (family, ctx), measured in BELOW_TARGET.items():
+        score = tuning_groups[(family, ctx)]
+        assert score.share < TARGET[ctx], f"{family}/{ctx} now meets its target: update the list"
+        assert score.share >= measured - 1e-9
+
+
+def test_held_out_set_overall_and_per_context() -> None:
+    examples = load_labelled(HELD_OUT)
+    assert len(examples) >= 250
+    result = evaluate(examples)
+    assert result.recall >= HELD_OUT_RECALL - 1e-9, result.summary()
+    assert result.precision >= HELD_OUT_PRECISION - 1e-9, result.summary()
+    scores = _per_context(score_groups(examples))
+    assert set(scores) == set(HELD_OUT_FLOORS)
+    low = {c: round(scores[c], 3) for c in HELD_OUT_FLOORS if scores[c] < HELD_OUT_FLOORS[c] - 1e-9}
+    assert not low, (low, scores)
+
+
+def test_score_groups_rejects_unknown_field() -> None:
+    with pytest.raises(ValueError):
+        score_groups([], by=("colour",))

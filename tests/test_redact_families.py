@@ -83,3 +83,115 @@ def test_token_as_url_user_part() -> None:
     assert tok not in out and "@github.com/acme/app.git" in out
     kept = "ssh://git@github.com/a/b and https://john.smith@host.org"
     assert redact(kept).text == kept
+
+
+# --------------------------------------------------------------------------
+# Shapes added while tuning on the gitleaks set (tests/test_redact_external.py)
+# --------------------------------------------------------------------------
+
+_AZ = string.ascii_letters + string.digits + "_~.-"
+
+SHAPED: list[tuple[str, str]] = [
+    ("azure-client-secret", _r(3) + "8Q~" + _r(34, _AZ.replace(".", ""))),
+    ("vault-token", "s." + "aB3" + _r(21)),
+    ("intra42-secret", "s-s4t2ud-" + _r(64, _HEX)),
+    ("octopus-key", "API-" + "Z9" + _r(24, string.ascii_uppercase + string.digits)),
+    ("random-token", "Qx7" + _r(24) + "k2P"),  # 30 characters, no known prefix
+]
+
+
+@pytest.mark.parametrize("kind,secret", SHAPED, ids=[k for k, _ in SHAPED])
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+def test_shaped_token_redacted_in_every_context(kind: str, secret: str, context: str) -> None:
+    assert kind in KINDS
+    out = redact(CONTEXTS[context].format(s=secret)).text
+    assert secret not in out
+    if context != "keyed":
+        assert f"[REDACTED:{kind}]" in out, out
+
+
+def test_azure_client_secret_at_end_of_sentence() -> None:
+    secret = "abc8Q~" + _r(33)
+    out = redact(f"The client secret is {secret}.").text
+    assert out == "The client secret is [REDACTED:azure-client-secret]."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "handleOAuth2CallbackForUser",  # identifier, not a token
+        "getUserById2FactorAuthV3 was renamed",
+        "pk_live_a1B2c3D4e5F6g7H8",  # a1B2c3D4... reads abcdefgh / 12345678
+        "the id is AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "curl -i -u 'test:test' https://example.org",
+        "curl -u <user:password> https://example.org",
+        'API_KEY="glc_' + "1" * 43 + '="',
+        "s.ThisIsNotAVaultTokenAtAll",  # no digit
+        "API-ENDPOINTSFORTHEWEBSERVICE",  # no digit
+    ],
+)
+def test_fakes_and_identifiers_kept(text: str) -> None:
+    assert redact(text).text == text
+
+
+# --------------------------------------------------------------------------
+# Unicode normalisation: zero-width characters and ASCII look-alikes
+# --------------------------------------------------------------------------
+
+_GH = "ghp_" + _r(36)
+
+
+@pytest.mark.parametrize("zw", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"])
+def test_zero_width_inside_token(zw: str) -> None:
+    token = _GH[:10] + zw + _GH[10:20] + zw + zw + _GH[20:]
+    text = f"see {token} here {zw}"
+    result = redact(text)
+    assert result.text == f"see [REDACTED:github-token] here {zw}"
+    (f,) = result.findings
+    assert text[f.start : f.end] == token
+    assert redact(result.text).text == result.text
+
+
+def test_zero_width_between_key_and_value() -> None:
+    text = "password\u200b = hunter2!x"
+    assert redact(text).text == "password\u200b = [REDACTED:password]"
+
+
+def test_cyrillic_and_fullwidth_lookalikes() -> None:
+    cyr = "gh\u0440_" + _GH[4:]  # Cyrillic er for "p"
+    full = "".join(chr(ord(c) + 0xFEE0) for c in _GH[:4]) + _GH[4:]  # fullwidth "ghp_"
+    text = f"a {cyr} b {full} c"
+    result = redact(text)
+    assert result.text == "a [REDACTED:github-token] b [REDACTED:github-token] c"
+    assert [text[f.start : f.end] for f in result.findings] == [cyr, full]
+
+
+def test_cyrillic_prose_untouched() -> None:
+    text = "Пароль хранится в хранилище, токен обновляется каждый час. Ѕо і ј."
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1Q~" * 300_000, "s." * 400_000, "API-" * 200_000, "\u200b" * 500_000 + "x",
+     ("a\u200b" * 200_000), "а" * 800_000],
+)
+def test_new_scanners_stay_linear(text: str) -> None:
+    import time
+
+    t0 = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_zero_width_between_two_tokens_keeps_both_redacted() -> None:
+    a, b = "ghp_" + _r(36), "ghp_" + _r(36)
+    text = f"{a}\u200b{b}"
+    out = redact(text).text
+    assert a not in out and b not in out
+
+
+def test_normalisation_never_loses_a_finding() -> None:
+    # "р" (Cyrillic) followed by an ASCII token: the token is found either way.
+    text = "р" + _GH + " \u200b"
+    assert _GH not in redact(text).text

@@ -291,6 +291,93 @@ async def test_navigate_tree_and_tabs(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_vim_keys_move_in_tree_and_chunks(scenario: Scenario) -> None:
+    perf = scenario.doc_id(LANTERN, "performance.md")
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.doc_tree
+        assert tree.has_focus
+        first = app.current_doc_id
+        await pilot.press("j")
+        await settle(pilot)
+        second = app.current_doc_id
+        assert second not in (None, first)
+        await pilot.press("k")
+        await settle(pilot)
+        assert app.current_doc_id == first
+        await pilot.press("G")
+        await settle(pilot)
+        assert tree.cursor_line == tree.last_line > 1
+        await pilot.press("g")
+        await settle(pilot)
+        assert tree.cursor_line == 0
+        await select_doc(pilot, perf)
+        view = app.query_one("#chunks", ChunkView)
+        view.focus()
+        await pilot.press("j", "j")
+        assert view.selected == 2
+        await pilot.press("k")
+        assert view.selected == 1
+        await pilot.press("G")
+        assert view.selected == len(view.chunks) - 1 > 2
+        await pilot.press("g")
+        assert view.selected == 0
+        # In the filter the same keys are just letters.
+        await pilot.press("slash", "j", "k", "g", "G")
+        assert app.filter_text == "jkgG"
+
+
+@async_test
+async def test_tab_cycles_panes_with_a_focus_ring(scenario: Scenario) -> None:
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.doc_tree
+        chunks = app.query_one("#chunks", ChunkView)
+        flt = app.query_one("#filter", Input)
+        assert tree.has_focus
+        ring = tree.styles.border_top[1]
+        idle = chunks.styles.border_top[1]
+        assert ring != idle, "the focused pane's border stands out"
+        await pilot.press("tab")
+        assert chunks.has_focus
+        assert chunks.styles.border_top[1] == ring and tree.styles.border_top[1] == idle
+        await pilot.press("tab")
+        assert flt.has_focus
+        await pilot.press("tab")
+        assert tree.has_focus
+        await pilot.press("shift+tab")
+        assert flt.has_focus
+        await pilot.press("shift+tab")
+        assert chunks.has_focus
+        # The detail pane is the one of the shown tab (the focus follows a tab switch).
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.query_one("#revisions", OptionList).has_focus
+        await pilot.press("tab", "tab", "tab")
+        assert app.query_one("#revisions", OptionList).has_focus
+        await pilot.press("3")
+        await pilot.pause()
+        projection = app.query_one("#projection")
+        assert app.focused is not None and \
+            (app.focused is projection or projection in app.focused.ancestors)
+        assert projection.styles.border_top[1] == ring
+
+
+@async_test
+async def test_ctrl_r_reloads_and_says_so(scenario: Scenario) -> None:
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        notes = record_notifications(app)
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        shown = f"reload: reloaded from the database: {app.doc_tree.document_count} documents"
+        assert shown in notes, notes
+
+
+@async_test
 async def test_chunk_view_draws_boundaries_and_jumps(scenario: Scenario) -> None:
     perf = scenario.doc_id(LANTERN, "performance.md")
     app = scenario.app()
@@ -364,6 +451,44 @@ async def test_fuzzy_filter_as_you_type(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_filter_enter_opens_best_match(scenario: Scenario) -> None:
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        notes = record_notifications(app)
+        await settle(pilot)
+        await pilot.press("slash")
+        # A repository's short name narrows the filter; Enter before the debounce fires
+        # still opens the best match once it is listed.
+        await type_text(pilot, "tidewater testing")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.detail is not None
+        assert (app.detail.document["repository"], app.detail.document["path"]) == \
+            (TIDEWATER, "testing.md")
+        assert app.query_one("#chunks", ChunkView).has_focus
+        assert app.query_one("#tabs", TabbedContent).active == "tab-chunks"
+        assert "tidewater-api/" in static_text(app, "#doc-title")
+        # Escape (outside the filter) clears it; then a heading finds its document.
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.filter_text == ""
+        await pilot.press("slash")
+        await type_text(pilot, "pagination")
+        await settle(pilot)  # listed first: Enter opens it at once
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.detail is not None and app.detail.document["path"] == "api-conventions.md"
+        assert app.query_one("#chunks", ChunkView).has_focus
+        # No match: say so, stay in the filter.
+        await pilot.press("escape", "slash")
+        await type_text(pilot, "zzqxv")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("no document matches 'zzqxv'" in n for n in notes)
+        assert app.query_one("#filter", Input).has_focus
+
+
+@async_test
 async def test_toggle_tombstoned(scenario: Scenario) -> None:
     scratch = scenario.doc_id(LANTERN, "scratch.md")
     app = scenario.app()
@@ -380,6 +505,66 @@ async def test_toggle_tombstoned(scenario: Scenario) -> None:
         await pilot.press("t")
         await settle(pilot)
         assert app.doc_tree.summary(scratch) is None
+
+
+def blank_led_runs(plain: str, spans: Any) -> list[str]:
+    """Style runs (inside a line) that start with blanks: some SVG renderers drop those
+    blanks and glue the run to the text before it ("scratch.md0ch")."""
+    keys: list[tuple[str, ...]] = [()] * len(plain)
+    for sp in spans:
+        for i in range(sp.start, min(sp.end, len(plain))):
+            keys[i] = (*keys[i], str(sp.style))
+    bad: list[str] = []
+    start = 0
+    for i in range(1, len(plain) + 1):
+        if i == len(plain) or keys[i] != keys[start]:
+            run = plain[start:i]
+            at_line_start = start == 0 or plain[start - 1] == "\n"
+            if run.startswith(" ") and run.strip() and not at_line_start:
+                bad.append(run)
+            start = i
+    return bad
+
+
+@async_test
+async def test_labels_are_never_glued_to_their_values(scenario: Scenario) -> None:
+    from rich.style import Style as RichStyle
+
+    from memlens.tui.widgets.status_bar import StatusBar
+    from memlens.tui.widgets.timeline import TimelineView
+
+    scratch = scenario.doc_id(LANTERN, "scratch.md")
+    perf = scenario.doc_id(LANTERN, "performance.md")
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        await select_doc(pilot, scratch)
+        tree = app.doc_tree
+        node = tree._doc_nodes[scratch]
+        for highlighted in (RichStyle(), RichStyle(bgcolor="blue", color="white", bold=True)):
+            row = tree.render_label(node, RichStyle(), highlighted)
+            assert blank_led_runs(row.plain, row.spans) == [], row.plain
+        assert "scratch.md   " in row.plain and row.plain.rstrip().endswith("0 B")
+        timeline = app.query_one("#timeline", TimelineView)
+        for r in timeline.history:
+            content = timeline._row(r)
+            assert blank_led_runs(content.plain, content.spans) == [], content.plain
+            assert f"{r['content_hash'][:8]}  " in content.plain
+        title = app.query_one("#doc-title", Static).render()
+        assert blank_led_runs(title.plain, title.spans) == []  # type: ignore[union-attr]
+        bar = app.query_one("#status", StatusBar).render()
+        assert blank_led_runs(bar.plain, bar.spans) == [], bar.plain
+        await select_doc(pilot, perf)
+        info = app.query_one("#chunk-info", Static).render()
+        plain = info.plain  # type: ignore[union-attr]
+        assert blank_led_runs(plain, info.spans) == [], plain  # type: ignore[union-attr]
+        assert "  bytes " in plain and "  hash " in plain and "chars " in plain
+        await pilot.press("3")
+        text = app.query_one("#projection-text", Static).render()
+        assert blank_led_runs(text.plain, text.spans) == []  # type: ignore[union-attr]
+        assert "current revision #" in text.plain  # type: ignore[union-attr]
 
 
 @async_test
@@ -446,7 +631,8 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         assert "stale" in text and "differs from current" in text and "injected test fault" in text
         await select_doc(pilot, failed)
         text = static_text(app, "#projection-text")
-        assert "failed" in text and "next retry" in text and "attempts        1" in text
+        assert "failed" in text and "next retry" in text and "attempts         1" in text
+        assert "current revision #" in text  # the widest label is not glued to its value
         # Still failing: a notification says why and the attempt count goes up.
         await pilot.press("r")
         await settle(pilot)
@@ -815,6 +1001,27 @@ async def test_command_palette_lists_every_action(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_palette_has_one_quit(scenario: Scenario) -> None:
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList as Options
+
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await type_text(pilot, "quit")
+        await pilot.pause(0.6)
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        options = palette.query_one(Options)
+        prompts = [str(options.get_option_at_index(i).prompt)
+                   for i in range(options.option_count)]
+        assert sum(1 for p in prompts if p.startswith("Quit")) == 1, prompts
+        await pilot.press("escape")
+
+
+@async_test
 async def test_worker_errors_become_notifications(scenario: Scenario,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     app = scenario.app()
@@ -826,10 +1033,16 @@ async def test_worker_errors_become_notifications(scenario: Scenario,
             raise RuntimeError("database is on fire")
 
         monkeypatch.setattr(scenario.service, "list_documents", broken)
+        monkeypatch.setattr(scenario.service, "statistics", broken)
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert app.is_running
-        assert any("database is on fire" in n for n in notes)
+        errors = [n for n in notes if "on fire" in n]
+        # What the user tried, then why; never a function or exception class name.
+        assert "error: could not list documents: database is on fire" in errors
+        assert "error: could not load statistics: database is on fire" in errors
+        assert not any(w in n for n in errors
+                       for w in ("load_documents", "load_stats", "RuntimeError", "failed"))
 
 
 @async_test
@@ -946,6 +1159,16 @@ def test_memlens_tui_opens_demo_copy_without_claude_memory(no_run: type[_Ran],
     for root in app.roots:
         assert str(root.path).startswith(str(tmp_path)), "the repository corpus is not touched"
     assert str(app.service.db_path).startswith(str(tmp_path / "data"))
+    # The banner says where the copy lives (edit it to try the watcher), shortened
+    # from the middle when the terminal is narrow.
+    folder = app.demo_folder
+    assert folder is not None and str(folder).startswith(str(tmp_path))
+    assert all(r.path.parent.parent == folder for r in app.roots)
+    wide = app.demo_banner(400)
+    assert wide == f"DEMO · edit {folder} to try the watcher"
+    narrow = app.demo_banner(80)
+    assert "…" in narrow and narrow.endswith(f"/{folder.name} to try the watcher")
+    assert len(f"{app.title} — {narrow}") <= 80 - 16
 
 
 def test_memlens_tui_with_paths(no_run: type[_Ran], tmp_path: Path) -> None:
@@ -967,6 +1190,66 @@ def test_memlens_without_command_opens_the_tui(no_run: type[_Ran]) -> None:
 
     assert cli.main([]) == 0
     assert no_run.app is not None and no_run.app.demo
+
+
+def _tui_fails_cleanly(*args: str) -> str:
+    """``memlens tui ARGS`` exits 2 with one stderr line and never draws a screen."""
+    from .conftest import run_cli
+
+    r = run_cli("tui", "--no-watch", "--no-ingest", *args, timeout=60)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == "", "no Textual screen"
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memlens: "), r.stderr
+    return lines[0]
+
+
+def test_tui_refuses_a_corrupt_database(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database\n" * 200)
+    line = _tui_fails_cleanly("--db", str(bad), str(CORPUS))
+    assert str(bad) in line and "not a usable SQLite database" in line
+
+
+def test_tui_refuses_a_newer_schema(tmp_path: Path, make_service: Callable[..., Any]) -> None:
+    import sqlite3
+
+    db = tmp_path / "new.db"
+    make_service(db=db).open()
+    with sqlite3.connect(db) as c:
+        c.execute("PRAGMA user_version = 999")
+    line = _tui_fails_cleanly("--db", str(db))
+    assert "newer" in line
+
+
+def test_tui_refuses_a_bad_config(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[chunker\nmax_tokens = 5\n", encoding="utf-8")
+    line = _tui_fails_cleanly("--config", str(cfg), "--db", str(tmp_path / "x.db"))
+    assert "config.toml" in line and "TOML" in line
+    cfg.write_text("[chunker]\nmax_tokens = -5\n", encoding="utf-8")
+    line = _tui_fails_cleanly("--config", str(cfg), "--db", str(tmp_path / "x.db"))
+    assert "max_tokens" in line
+    assert not (tmp_path / "x.db").exists(), "nothing is created before the checks pass"
+
+
+def test_memlens_without_command_takes_the_tui_flags(no_run: type[_Ran],
+                                                     tmp_path: Path) -> None:
+    from memlens.tui import cli
+
+    assert cli.main(["--demo", "--no-watch"]) == 0
+    app = no_run.app
+    assert app is not None and app.demo and not app.watch_enabled
+    projects = copy_corpus(tmp_path / "projects")
+    db = tmp_path / "x.db"
+    assert cli.main([str(projects), "--db", str(db), "--no-watch"]) == 0
+    app = no_run.app
+    assert app is not None and not app.demo and app.service.db_path == db
+    assert len(app.roots) == 4
+    # A mistyped command is still an error naming the commands, not a folder to open.
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["serch", "x"])
+    assert exc.value.code == 2
 
 
 def test_tui_holds_no_sql() -> None:

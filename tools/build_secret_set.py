@@ -75,12 +75,24 @@ def main(argv: list[str]) -> int:
                 secret = _secret_of(sample)
                 if secret is None:
                     continue
-                for ctx, tmpl in CONTEXTS.items():
-                    rows.append({"id": f"{family}-tp{n}-{ctx}", "format": f"{family}/{ctx}",
-                                 "label": "secret", "text": tmpl.format(s=secret),
-                                 "secret": secret})
-    with OUT.open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"source": f"gitleaks/gitleaks@{commit}", "comment": True}) + "\n")
+                rows.extend(secret_rows(family, n, secret))
+    write_set(OUT, f"gitleaks/gitleaks@{commit}", rows)
+    return 0
+
+
+def secret_rows(family: str, n: int, secret: str) -> list[dict[str, str]]:
+    """One true-positive sample in each of the three `CONTEXTS`."""
+    return [
+        {"id": f"{family}-tp{n}-{ctx}", "format": f"{family}/{ctx}", "label": "secret",
+         "text": tmpl.format(s=secret), "secret": secret}
+        for ctx, tmpl in CONTEXTS.items()
+    ]
+
+
+def write_set(out: Path, source: str, rows: list[dict[str, str]]) -> None:
+    """Write ``rows`` as reversed JSONL lines after a provenance header."""
+    with out.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"source": source, "comment": True}) + "\n")
         for row in rows:
             rec: dict[str, object] = {"id": row["id"], "format": row["format"],
                                       "label": row["label"], "obfuscation": "reversed",
@@ -88,8 +100,7 @@ def main(argv: list[str]) -> int:
             if row["label"] == "secret":
                 rec["secret"] = row["secret"][::-1]
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    print(f"wrote {len(rows)} rows to {OUT}", file=sys.stderr)
-    return 0
+    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

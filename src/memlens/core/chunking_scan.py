@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import cache
 from itertools import accumulate, repeat
 from operator import add
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = [
     "HEADING_TITLE_MAX_CHARS",
@@ -185,8 +187,15 @@ class LineIndex:
 # Heading discovery
 # ---------------------------------------------------------------------------
 
-_MD: Final = MarkdownIt("commonmark")
-_MD.disable(["inline", "text_join"])  # headings need block structure only
+@cache
+def _markdown_it() -> MarkdownIt:
+    """The shared parser, built on first use (importing markdown-it costs ~20 ms)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    md.disable(["inline", "text_join"])  # headings need block structure only
+    return md
+
 
 _CANDIDATE = re.compile(
     r"(?:\A|(?<=[\r\n]))( {0,3})(#{1,6}(?=[ \t\r\n]|\Z)|`{3,}|~{3,}|(?:=+|-+)[ \t]*(?=[\r\n]|\Z))"
@@ -229,7 +238,7 @@ def headings_markdown_it(body: str, line_offset: int) -> list[Heading]:
 
     ``line_offset`` is added to the token line maps so lines index the whole text.
     """
-    tokens = _MD.parse(body)
+    tokens = _markdown_it().parse(body)
     out: list[Heading] = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:

@@ -25,17 +25,18 @@ import contextlib
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
-import sqlite_vec
 
 from . import faults
 
 SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 15_000
+CHECKPOINT_WAIT_MS = 3_000
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -46,6 +47,38 @@ class DatabaseError(Exception):
 
 class SchemaTooNew(DatabaseError):
     """The database was written by a newer memlens."""
+
+
+class DatabaseCorrupt(DatabaseError):
+    """The file is not a SQLite database, or its structure is damaged."""
+
+
+class DatabaseReadOnly(DatabaseError):
+    """A write was asked of a database memlens may only read."""
+
+
+StorageError = apsw.Error
+"""What SQLite raises at run time (disk full, I/O error, damage found mid-way, ...)."""
+
+
+def explain_storage_error(exc: BaseException, path: str | os.PathLike[str] | None = None
+                          ) -> str:
+    """One line a person can act on for an SQLite error that reached the user."""
+    where = f"database {path}" if path else "the database"
+    detail = str(exc).strip() or exc.__class__.__name__
+    if isinstance(exc, apsw.FullError):
+        return (f"{where}: disk full ({detail}); free space and run the command again "
+                "(what was stored before is kept)")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return (f"{where} is read-only ({detail}); writing needs write permission on the file "
+                "and its folder")
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return f"{where} is damaged ({detail}); run `memlens doctor` for what to do"
+    if isinstance(exc, apsw.BusyError):
+        return f"{where} is locked by another process ({detail}); try again"
+    if isinstance(exc, (apsw.IOError, apsw.CantOpenError)):
+        return f"{where}: I/O error ({detail}); check the disk and the file's permissions"
+    return f"{where}: {exc.__class__.__name__}: {detail}"
 
 
 _SCHEMA_V1 = f"""
@@ -255,11 +288,32 @@ _vec_path: str | None = None
 _vec_lock = threading.Lock()
 
 
+_VEC_SUFFIXES = ("", ".so", ".dylib", ".dll")
+
+
 def _sqlite_vec_path() -> str:
+    """The sqlite-vec loadable library, found without importing the ``sqlite_vec``
+    package (whose ``__init__`` imports numpy): its folder holds ``vec0.<suffix>``.
+    Returns the suffix-less path, as ``sqlite_vec.loadable_path()`` does; SQLite
+    adds the platform suffix when it loads it."""
     global _vec_path
     with _vec_lock:
         if _vec_path is None:
-            _vec_path = sqlite_vec.loadable_path()
+            import importlib.util
+
+            spec = importlib.util.find_spec("sqlite_vec")
+            folders = list(spec.submodule_search_locations or []) if spec else []
+            for folder in folders:
+                base = os.path.normpath(os.path.join(folder, "vec0"))
+                if any(os.path.isfile(base + sfx) for sfx in _VEC_SUFFIXES):
+                    _vec_path = base
+                    break
+            else:
+                where = f" (looked in {', '.join(folders)})" if folders else ""
+                raise DatabaseError(
+                    "the sqlite-vec extension is not installed: no vec0 library from the "
+                    f"sqlite-vec package{where}; reinstall memlens (pip install sqlite-vec)"
+                )
         return _vec_path
 
 
@@ -268,30 +322,59 @@ def connect(
     *,
     readonly: bool = False,
     migrate: bool = True,
+    create: bool = True,
 ) -> apsw.Connection:
     """Open a memlens database with sqlite-vec loaded and the pragmas set.
+
+    A database memlens creates is private: the file (and with it its ``-wal`` and
+    ``-shm`` files, which SQLite creates with the database file's mode) is ``0600``
+    and a folder created for it ``0700``. An existing file whose file or folder is not
+    writable is opened read-only, without touching its journal mode: reads work and
+    writes fail with :class:`DatabaseReadOnly` (see :func:`is_readonly`).
 
     Args:
         path: Database file; its parent folder is created if needed.
         readonly: Open read-only (the file must exist).
         migrate: Apply forward migrations (in one transaction) if the schema is old.
+        create: Create the file (and its folder) when missing; with False a missing
+            folder is an error instead (read commands never create folders).
 
     Returns:
         An APSW connection for use by the calling thread only.
 
     Raises:
         SchemaTooNew: The file was written by a newer memlens.
-        DatabaseError: The file is not a usable SQLite database.
+        DatabaseError: The file is not a usable SQLite database, or is missing
+            where it cannot be created.
     """
     p = Path(path)
-    if not readonly:
-        p.parent.mkdir(parents=True, exist_ok=True)
+    exists = p.exists()
+    if not exists and not p.parent.is_dir() and (readonly or not create):
+        raise DatabaseError(f"no database at {p}: folder {p.parent} does not exist; check --db,"
+                            f" or create it with `memlens ingest --db {p}`")
+    if exists and p.is_dir():
+        raise DatabaseError(f"{p} is a folder, not a database file; pass another --db")
+    if not exists and readonly:
+        raise DatabaseError(f"no database at {p}; check --db")
+    fallback = False
+    if not readonly and exists and not _writable(p):
+        readonly = fallback = True  # a read-only file or folder: reads still work
+    if not readonly and not exists:
+        _create_private(p)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else (
         apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     )
     flags |= apsw.SQLITE_OPEN_URI
+    name = str(p)
+    if readonly and (fallback or not os.access(p.parent, os.W_OK | os.X_OK)) \
+            and not Path(f"{p}-wal").exists():
+        # A WAL reader needs -wal/-shm files: SQLite cannot create them in a read-only
+        # folder, and next to a read-only file it would leave them read-only too (so the
+        # owner could not write again after a chmod). With no -wal file everything is in
+        # the main file and no writer is active, so it is read as immutable instead.
+        name = "file:" + urllib.parse.quote(str(p.absolute())) + "?mode=ro&immutable=1"
     try:
-        conn = apsw.Connection(str(p), flags=flags, vfs=faults.vfs_name())
+        conn = apsw.Connection(name, flags=flags, vfs=faults.vfs_name())
     except apsw.CantOpenError as exc:
         raise DatabaseError(f"cannot open database {p}: {exc}") from exc
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -304,14 +387,86 @@ def connect(
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA temp_store=MEMORY")
-    except apsw.NotADBError as exc:
+        if migrate and not readonly:
+            migrate_schema(conn, p)
+        else:
+            v = check_version(conn, p)
+            if fallback and v < SCHEMA_VERSION:
+                raise DatabaseReadOnly(
+                    f"{p} is read-only and has schema version {v}; this memlens needs "
+                    f"{SCHEMA_VERSION}: make the file and its folder writable once so it can "
+                    "be upgraded")
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
         conn.close()
-        raise DatabaseError(f"{p} is not a SQLite database ({exc}); pass another --db") from exc
-    if migrate and not readonly:
-        migrate_schema(conn, p)
-    else:
-        check_version(conn, p)
+        raise DatabaseCorrupt(f"{p} is not a usable SQLite database ({exc}); run `memlens "
+                              f"doctor --db {p}`, or pass another --db") from exc
+    except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
+        conn.close()
+        raise DatabaseError(f"cannot open database {p}: {exc}; check the permissions of the "
+                            "file and its folder") from exc
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _writable(p: Path) -> bool:
+    """Whether memlens may write ``p``: the file and its folder (for -wal/-shm)."""
+    return os.access(p, os.W_OK) and os.access(p.parent, os.W_OK | os.X_OK)
+
+
+def _create_private(p: Path) -> None:
+    """Create missing folders ``0700`` and the empty database file ``0600``.
+
+    SQLite gives the -wal and -shm files the mode of the database file, so they
+    are private too. An existing file (another process won the race) is kept as is.
+    """
+    missing: list[Path] = []
+    d = p.parent
+    while not d.exists():
+        missing.append(d)
+        d = d.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                     0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise DatabaseError(f"cannot create database {p}: {exc.strerror or exc}; check --db "
+                            "and the folder's permissions") from exc
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def is_readonly(conn: apsw.Connection) -> bool:
+    """Whether the connection can only read (a read-only file or folder)."""
+    return bool(conn.readonly("main"))
+
+
+def secure_vacuum(conn: apsw.Connection) -> bool:
+    """Leave no deleted byte behind: zero freed content, checkpoint, VACUUM, truncate the WAL.
+
+    ``secure_delete`` stays on for the rest of the connection. Returns whether the
+    WAL could be checkpointed completely and truncated (False while another
+    connection still reads an old snapshot; run it again later).
+    """
+    conn.execute("PRAGMA secure_delete=ON")
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # keeps the WAL from growing twice over
+    conn.execute("VACUUM")
+    conn.set_busy_timeout(CHECKPOINT_WAIT_MS)  # a reader that stays does not block us long
+    try:
+        res = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return res is not None and int(res[0]) == 0
 
 
 def _enable_wal(conn: apsw.Connection) -> None:

@@ -39,7 +39,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .embedders.base import (
     _EXTRA_MODEL2VEC,
@@ -72,9 +72,6 @@ from .embedders.base import (
 )
 from .embedders.base import (
     EmbeddingError as EmbeddingError,
-)
-from .embedders.base import (
-    FloatArray as FloatArray,
 )
 from .embedders.base import (
     _folder_digest as _folder_digest,
@@ -110,12 +107,6 @@ from .embedders.onnx_minilm import (
 from .embedders.onnx_minilm import (
     OnnxMiniLMEmbedder as OnnxMiniLMEmbedder,
 )
-from .embedders.openai import (
-    OpenAICompatibleEmbedder as OpenAICompatibleEmbedder,
-)
-from .embedders.openai import (
-    _parse_retry_after as _parse_retry_after,
-)
 from .embedders.sbert import (
     _ST_BUNDLED,
     _ST_DEFAULT_MODEL,
@@ -124,6 +115,23 @@ from .embedders.sbert import (
 from .embedders.sbert import (
     SentenceTransformersEmbedder as SentenceTransformersEmbedder,
 )
+
+if TYPE_CHECKING:  # numpy is imported only where vectors are made
+    from .embedders.base import FloatArray as FloatArray
+    from .embedders.openai import OpenAICompatibleEmbedder as OpenAICompatibleEmbedder
+    from .embedders.openai import _parse_retry_after as _parse_retry_after
+
+_LAZY_OPENAI: Final = frozenset({"OpenAICompatibleEmbedder", "_parse_retry_after"})
+
+
+def __getattr__(name: str) -> Any:
+    """The openai backend (http.client, ssl, email: ~8 ms) is imported on first use."""
+    if name in _LAZY_OPENAI:
+        from .embedders import openai
+
+        return getattr(openai, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EMBEDDER_NAMES",
@@ -342,6 +350,8 @@ def _make_openai(opts: _Options) -> Embedder:
             "the openai embedder needs option 'model' (e.g. nomic-embed-text) or MEMLENS_OPENAI_MODEL"
         )
     assert max_retries is not None and batch_size is not None
+    from .embedders.openai import OpenAICompatibleEmbedder
+
     return OpenAICompatibleEmbedder(
         base_url=base_url,
         model=model,

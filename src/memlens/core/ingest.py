@@ -76,6 +76,8 @@ class IngestReport:
     """What an ingest run did; ``as_json`` is the stable ``--json`` shape."""
 
     changes: list[FileChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped early (disk full), if it did
 
     def _n(self, kind: str) -> int:
         return sum(1 for c in self.changes if c.kind == kind)
@@ -90,8 +92,10 @@ class IngestReport:
         return {k: self._n(k) for k in ("created", "updated", "renamed", "deleted", "unchanged")}
 
     def as_json(self) -> dict[str, object]:
-        """``{"created","updated","renamed","deleted","unchanged","failed":[{"path","error"}]}``."""
-        return {
+        """``{"created","updated","renamed","deleted","unchanged","failed":[{"path","error"}]}``
+        plus ``"warnings": [str]`` when there are warnings and ``"stopped": str`` when the
+        run stopped early."""
+        out: dict[str, object] = {
             "created": self._n("create"),
             "updated": self._n("update"),
             "renamed": self._n("rename"),
@@ -102,6 +106,11 @@ class IngestReport:
                 for c in self.failed
             ],
         }
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
 
 
 def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
@@ -153,7 +162,7 @@ def _vanished(doc: dict[str, object]) -> bool:
 Emit = Callable[[FileChange], None]
 
 
-def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit
+def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[str]
           ) -> tuple[list[SourceFile], set[str]] | None:
     """Scan ``root`` (limited to ``wanted``); emit scan errors.
 
@@ -162,7 +171,7 @@ def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit
         cannot be scanned (already reported).
     """
     try:
-        files, scan_errors = scan_root(root)
+        files, scan_errors = scan_root(root, warnings)
     except SourceError as exc:
         emit(FileChange("failed", root.repository, ".", error=str(exc)))
         return None
@@ -226,10 +235,18 @@ def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[Prepa
     return renames
 
 
+class _DiskFull(Exception):
+    """The database's disk is full: the run stops, what is stored stays."""
+
+
 def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, int],
                     vanished: Sequence[dict[str, Any]], existing: dict[str, Any] | None,
                     now: Clock, emit: Emit) -> None:
-    """Write one prepared file as a rename, create or update revision."""
+    """Write one prepared file as a rename, create or update revision.
+
+    Raises:
+        _DiskFull: The write failed because the disk is full (rolled back).
+    """
     try:
         if pf.logical_path in renames:
             doc_id = renames[pf.logical_path]
@@ -246,6 +263,8 @@ def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, 
                             pf.logical_path, int(existing["id"])))
     except SourceChanged as exc:
         emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
+    except apsw.FullError as exc:
+        raise _DiskFull(str(exc)) from exc
     except apsw.Error as exc:
         emit(FileChange("failed", pf.repository, pf.logical_path,
                         error=f"database error: {exc}"))
@@ -285,7 +304,7 @@ def ingest_root(
             on_change(ch)
 
     wanted = set(only_paths) if only_paths is not None else None
-    scanned = _scan(root, wanted, emit)
+    scanned = _scan(root, wanted, emit, report.warnings)
     if scanned is None:
         return report
     files, errored = scanned
@@ -306,12 +325,27 @@ def ingest_root(
                                         if existing_docs[pf.logical_path] is None])
     renamed_ids = set(renames.values())
 
-    for pf in prepared:
-        _write_prepared(conn, pf, renames, vanished, existing_docs[pf.logical_path], now, emit)
+    for i, pf in enumerate(prepared):
+        try:
+            _write_prepared(conn, pf, renames, vanished, existing_docs[pf.logical_path], now, emit)
+        except _DiskFull as exc:
+            left = len(prepared) - i
+            report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
+                              "stored; free space and run it again (what was stored is kept)")
+            emit(FileChange("failed", pf.repository, pf.logical_path, error=report.stopped))
+            return report
     for d in vanished:
         if d["id"] in renamed_ids:
             continue
-        write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
+        try:
+            write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
+        except apsw.FullError as exc:
+            report.stopped = (f"disk full ({exc}): ingest stopped before recording every "
+                              "deleted file; free space and run it again (what was stored is "
+                              "kept)")
+            emit(FileChange("failed", root.repository, str(d["logical_path"]),
+                            error=report.stopped))
+            return report
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
 

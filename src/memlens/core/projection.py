@@ -27,15 +27,18 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from . import faults
 from .db import ensure_vector_space, rows, scalar, vec_table_name, write_txn
-from .embedding import Embedder
 from .store import get_document, prune_unused_chunks
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .embedding import Embedder
 
 Clock = Callable[[], float]
 
@@ -188,6 +191,8 @@ def node_text(heading_path: Sequence[str], text: str) -> str:
 def _embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder: Embedder,
                   fingerprint: str) -> tuple[np.ndarray, list[tuple[str, bytes]], int]:
     """Vectors for chunks, from cache where possible; returns (vectors, new cache rows, cached)."""
+    import numpy as np
+
     n = len(chunks)
     vecs = np.zeros((n, embedder.dim), dtype=np.float32)
     missing: list[int] = []
@@ -234,6 +239,32 @@ def delete_nodes(conn: apsw.Connection, doc_id: int) -> int:
     conn.execute("DELETE FROM knowledge_nodes WHERE document_id=?", (doc_id,))
     faults.checkpoint("projection.delete_nodes")
     return int(n)
+
+
+def drop_projection(conn: apsw.Connection, doc_id: int) -> int:
+    """Purge: remove a document's nodes, vectors, FTS rows and junction rows, and the
+    cached vectors of their text (any embedder), so text redacted later leaves nothing
+    behind. Runs inside the caller's transaction; returns the cache rows removed."""
+    texts = [str(r["text"]) for r in rows(
+        conn, "SELECT text FROM knowledge_nodes WHERE document_id=?", (doc_id,))]
+    for c in rows(conn, "SELECT c.heading_path, c.text FROM memory_chunks c JOIN"
+                  " memory_documents d ON d.current_revision_id=c.revision_id WHERE d.id=?",
+                  (doc_id,)):
+        texts.append(node_text(json.loads(c["heading_path"]), c["text"]))
+    keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
+    removed = 0
+    for k in keys:
+        conn.execute("DELETE FROM embedding_cache WHERE chunk_hash=?", (k,))
+        removed += conn.changes()
+    delete_nodes(conn, doc_id)
+    return removed
+
+
+def optimize_fts(conn: apsw.Connection) -> None:
+    """Merge the FTS index into one segment: deleted rows' terms are dropped for good
+    (until then FTS5 keeps them in older segments, masked by delete markers)."""
+    with write_txn(conn):
+        conn.execute("INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts) VALUES('optimize')")
 
 
 def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embedder,

@@ -39,7 +39,8 @@ atlassian-token      ``ATATT3...`` Atlassian API tokens
 onepassword-token    ``ops_eyJ...`` 1Password service-account tokens
 grafana-token        ``glsa_`` service-account and ``glc_`` cloud tokens
 notion-token         ``ntn_...``
-vault-token          HashiCorp Vault ``hvs.`` / ``hvb.`` tokens
+vault-token          HashiCorp Vault ``hvs.`` / ``hvb.`` tokens and legacy
+                     ``s.`` + 24 (mixed case and digits)
 docker-token         ``dckr_pat_...``
 groq-key             ``gsk_`` + 52
 xai-key              ``xai-`` + 80
@@ -49,6 +50,10 @@ doppler-token        ``dp.pt.`` + 43
 heroku-key           ``HRKU-...``
 postman-key          ``PMAK-<24 hex>-<34 hex>``
 sentry-token         ``sntrys_`` and ``sntryu_`` tokens
+intra42-secret       42 Intra ``s-s4t2ud-`` / ``s-s4t2af-`` + 64 hex
+octopus-key          Octopus Deploy ``API-`` + 26 upper case letters and digits
+azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
+                     ``Q~``, then 31-34 characters
 random-token         fallback: a standalone 32+ character token mixing upper,
                      lower case and digits, entropy >= 4 (not hex: git SHAs kept)
 jwt                  a JSON Web Token (three base64url segments, header ``eyJ``)
@@ -87,6 +92,11 @@ prose (``the token bucket refills``), and PEM headers quoted without a key body.
 ``changeme`` is kept on purpose: it is a publicly known default, not a secret,
 and documentation uses it as a placeholder.
 
+Before matching, zero-width characters (U+200B..U+200D, U+2060, U+FEFF, soft
+hyphen) are ignored and Cyrillic/Greek/fullwidth look-alikes of ASCII letters
+are read as ASCII, so ``ghp_\u200b...`` or a key typed with a Cyrillic ``о`` is
+still found; the finding covers the original characters.
+
 Guarantees:
 
 * Findings carry offsets into the *input*; ``Finding.start``/``end`` delimit
@@ -107,7 +117,11 @@ to redact a file to stdout.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+import functools
+import re
+import string
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .redact_eval import Evaluation, LabelledExample, evaluate, load_labelled
 from .redact_rules import (
@@ -121,7 +135,7 @@ from .redact_rules import (
     _scan_url_passwords,
     marker,
 )
-from .redact_scan import _scan_folded, _scan_random
+from .redact_scan import _scan_azure_client_secrets, _scan_folded, _scan_random
 
 __all__ = [
     "KINDS",
@@ -232,6 +246,7 @@ def _scan_line_local(text: str, fast: str, out: list[_Candidate]) -> list[tuple[
     markers = [m.span() for m in MARKER_RE.finditer(fast)]
     _scan_tokens(text, fast, out)
     _scan_url_passwords(text, fast, out)
+    _scan_azure_client_secrets(text, fast, out)
     _scan_random(text, fast, out)
     # bytes.lower() folds ASCII letters only (fast, and one character per character).
     low = fast.encode("latin-1").lower().decode("latin-1")
@@ -248,6 +263,133 @@ def _detect(text: str) -> list[Finding]:
     if not candidates:
         return []
     return _merge(_subtract_markers(candidates, markers))
+
+
+# Unicode normalisation ---------------------------------------------------------
+# A key pasted with a zero-width space inside, or typed with a Cyrillic "о" or a
+# fullwidth "Ａ", must still be found. Detectors run on a normalised copy: the
+# characters below are mapped to their ASCII look-alikes (one to one, so offsets
+# are kept) and zero-width characters are deleted; finding spans are mapped back
+# to the original text, where they cover the deleted characters too.
+
+_ZERO_WIDTH = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+_LOOKALIKES = {
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x",
+    "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "һ": "h", "ԛ": "q", "ԝ": "w",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P",
+    "С": "C", "Т": "T", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ү": "Y", "Ԛ": "Q",
+    "Ԝ": "W",
+    # Greek
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
+    "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ο": "o", "ν": "v",
+    # dashes and spaces
+    "\u2010": "-", "\u2011": "-", "\u2212": "-",
+    "\u00a0": " ", "\u2007": " ", "\u202f": " ",
+}
+_FULLWIDTH = (  # fullwidth 0-9 A-Z a-z - . _ : always read as ASCII
+    [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B), 0xFF0D, 0xFF0E, 0xFF3F]
+)
+_NEEDS_NORMALISING = re.compile(
+    "[" + _ZERO_WIDTH + "".join(_LOOKALIKES) + "".join(map(chr, _FULLWIDTH)) + "]"
+)
+_NORM_CHUNK = 1 << 20
+# Character classes of the normalisation tables.
+_OTHER, _ASCII_WORD, _LOOKALIKE, _WIDE, _ZW = range(5)
+
+
+@functools.cache
+def _norm_tables() -> tuple[Any, Any]:
+    """Per BMP code point: its class, and the code point it is read as."""
+    import numpy as np
+
+    cls = np.zeros(0x10000, np.uint8)
+    target = np.arange(0x10000, dtype=np.uint32)
+    for c in string.ascii_letters + string.digits + "_-":
+        cls[ord(c)] = _ASCII_WORD
+    for k, v in _LOOKALIKES.items():
+        cls[ord(k)], target[ord(k)] = _LOOKALIKE, ord(v)
+    for c in _FULLWIDTH:
+        cls[c], target[c] = _WIDE, c - 0xFEE0
+    for z in _ZERO_WIDTH:
+        cls[ord(z)] = _ZW
+    return cls, target
+
+
+def _normalise_chunk(chunk: str) -> tuple[str | None, Any]:
+    """Normalise ``chunk``; also return the chunk offsets of the deleted characters.
+
+    The string is None when nothing had to change.
+
+    A look-alike is read as ASCII only inside a run of token characters that
+    holds an ASCII word character (``ghр_...``), so Russian or Greek prose is not
+    rewritten into Latin look-alikes. Vectorised: a per-character Python loop
+    would cost seconds on a large Cyrillic document.
+    """
+    import numpy as np
+
+    cls_table, target = _norm_tables()
+    codes = np.frombuffer(chunk.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    bmp = np.minimum(codes, 0xFFFF)  # astral characters are never normalised
+    cls = cls_table[bmp]
+    tok = cls != _OTHER
+    look = cls == _LOOKALIKE
+    if look.any():
+        run = np.cumsum(tok & ~np.concatenate(([False], tok[:-1])))
+        anchored = np.bincount(run[(cls == _ASCII_WORD) | (cls == _WIDE)], minlength=run[-1] + 1)
+        look &= anchored[run] > 0
+    change = look | (cls == _WIDE)
+    if change.any():
+        codes = np.where(change, target[bmp], codes)
+    zero_width = cls == _ZW
+    removed = np.flatnonzero(zero_width)
+    if removed.size:
+        codes = codes[~zero_width]
+    elif not change.any():
+        return None, removed
+    return codes.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass"), removed
+
+
+def _normalise(text: str) -> tuple[str | None, list[int]]:
+    """The normalised text (None if unchanged) and the offsets of deleted characters."""
+    pieces: list[str] = []
+    removed: list[int] = []
+    changed = False
+    pos, n = 0, len(text)
+    while pos < n:  # chunks end at whitespace, which no run of token characters crosses
+        end = min(n, pos + _NORM_CHUNK)
+        if end < n:
+            cut = max(text.rfind("\n", pos, end), text.rfind(" ", pos, end))
+            end = cut + 1 if cut > pos else end
+        piece, gone = _normalise_chunk(text[pos:end])
+        changed = changed or piece is not None
+        pieces.append(text[pos:end] if piece is None else piece)
+        removed.extend((gone + pos).tolist())
+        pos = end
+    return ("".join(pieces) if changed else None), removed
+
+
+def _normalised(detect: Callable[[str], list[Finding]], text: str) -> list[Finding]:
+    """Run ``detect`` on ``text`` and, if it differs, on its normalised form.
+
+    Spans refer to ``text``. The findings of both runs are merged, so that
+    normalising never loses a finding (a zero-width space that separated two
+    tokens glues them together once deleted).
+    """
+    if text.isascii() or not _NEEDS_NORMALISING.search(text):
+        return detect(text)
+    norm, removed = _normalise(text)
+    if norm is None:
+        return detect(text)
+    # The j-th deleted character sat just before position removed[j] - j of norm.
+    shifts = [r - j for j, r in enumerate(removed)]
+
+    def orig(i: int) -> int:
+        return i + bisect.bisect_right(shifts, i)
+
+    both = [(f.start, f.end, 0, f.kind) for f in detect(text)]
+    both += [(orig(f.start), orig(f.end - 1) + 1, 1, f.kind) for f in detect(norm)]
+    return _merge(both)
 
 
 def _detect_again(out: str) -> list[Finding]:
@@ -325,12 +467,12 @@ def redact(text: str) -> RedactionResult:
         The redacted text and the findings, whose offsets refer to ``text``.
         ``redact(redact(t).text).text == redact(t).text``.
     """
-    findings = _detect(text)
+    findings = _normalised(_detect, text)
     if not findings:
         return RedactionResult(text, ())
     out, ends = _render(text, findings)
     for _ in range(_MAX_PASSES - 1):
-        more = _detect_again(out)
+        more = _normalised(_detect_again, out)
         if not more:
             break
         out_ends = [e[0] for e in ends]
@@ -348,6 +490,7 @@ KINDS: frozenset[str] = frozenset(
     {r.kind for r in _TOKEN_RULES}
     | {
         "random-token",
+        "azure-client-secret",
         "private-key",
         "aws-secret-key",
         "azure-key",

@@ -170,6 +170,81 @@ def evaluate(examples: Iterable[LabelledExample]) -> Evaluation:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class GroupScore:
+    """How many examples of one group `redact` handled.
+
+    Attributes:
+        handled: Secrets removed (exact text gone, a marker present), or
+            look-alikes left unchanged.
+        total: Examples in the group.
+    """
+
+    handled: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        """``handled / total`` (1.0 for an empty group)."""
+        return self.handled / self.total if self.total else 1.0
+
+
+_GROUP_FIELDS = ("family", "context")
+
+
+def _fields(ex: LabelledExample) -> dict[str, str]:
+    """``family`` and ``context`` of an example: ``format`` is ``family/context``.
+
+    A format without ``/`` (the internal set) is its own family, and its context
+    is ``secret`` or ``fp`` after the label.
+    """
+    family, sep, context = ex.format.rpartition("/")
+    if not sep:
+        family, context = ex.format, ("secret" if ex.label == "secret" else "fp")
+    return {"family": family, "context": context}
+
+
+def score_groups(
+    examples: Iterable[LabelledExample], by: Sequence[str] = _GROUP_FIELDS
+) -> dict[tuple[str, ...], GroupScore]:
+    """Per-group scores, e.g. per ``(family, context)`` or per ``(context,)``.
+
+    Args:
+        examples: Examples as returned by `load_labelled`.
+        by: Names among ``family`` and ``context``.
+
+    Returns:
+        The score of each group, keyed by the tuple of its field values.
+    """
+    from .redact import redact  # late: redact.py re-exports this module's names
+
+    if not by or any(name not in _GROUP_FIELDS for name in by):
+        raise ValueError(f"group by one or more of {_GROUP_FIELDS}, not {tuple(by)}")
+    handled: Counter[tuple[str, ...]] = Counter()
+    total: Counter[tuple[str, ...]] = Counter()
+    for ex in examples:
+        fields = _fields(ex)
+        key = tuple(fields[name] for name in by)
+        out = redact(ex.text).text
+        total[key] += 1
+        if ex.label == "lookalike":
+            handled[key] += out == ex.text
+        else:
+            handled[key] += ex.secret is not None and ex.secret not in out and MARKER_PREFIX in out
+    return {key: GroupScore(handled[key], total[key]) for key in sorted(total)}
+
+
+def _print_groups(path: Path, by: str) -> int:
+    try:
+        groups = score_groups(load_labelled(path), [b.strip() for b in by.split(",")])
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: cannot evaluate {path}: {exc}", file=sys.stderr)
+        return 2
+    for key, score in groups.items():
+        print(f"{' '.join(key):40s} {score.handled:4d}/{score.total:<4d} {score.share:.3f}")
+    return 0
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m memlens.core.redact_eval",
@@ -181,7 +256,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
         "--evaluate", type=Path, metavar="JSONL", help="score recall/precision on a labelled set"
     )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    parser.add_argument(
+        "--by",
+        metavar="FIELDS",
+        help="with --evaluate: share handled per group, e.g. 'context' or 'family,context'",
+    )
     args = parser.parse_args(argv)
+    if args.evaluate is not None and args.by:
+        return _print_groups(args.evaluate, args.by)
     if args.evaluate is not None:
         try:
             result = evaluate(load_labelled(args.evaluate))

@@ -148,6 +148,7 @@ _PLACEHOLDER_RE = re.compile(
     | ^ ! [A-Za-z]+ $                         # YAML tags: !vault, !Ref
     | ^ @ [A-Za-z.]+ \(                       # @Microsoft.KeyVault(...)
     | ^ [*\u2022x#.?_-]+ $                    # ****, xxx, ---
+    | ^ (.) \1{2,} $                          # yyy, 0000
     | \*\*\* | \.\.\. | \u2026 | \u2022       # masked or truncated
     | ^ <? your                               # YOUR_API_KEY, your-token
     | example | placeholder | redacted | dummy
@@ -199,6 +200,40 @@ def _entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+_ALPHABET_RUN = re.compile(
+    "|".join(
+        alphabet[i : i + 6]
+        for alphabet in ("abcdefghijklmnopqrstuvwxyz", "0123456789")
+        for i in range(len(alphabet) - 5)
+    )
+)
+_PERIODIC = re.compile(r"(.{2,4})\1{4,}")
+
+
+def _looks_fake(value: str, *, runs: bool = True) -> bool:
+    """Documentation fakes: ``abcdef``/``123456`` runs, ``123123123...``, ``1111...``.
+
+    A generated token has such a run with negligible probability (six characters
+    in alphabet order: about 1 in 62**5 per position). ``runs=False`` skips the
+    alphabet-order test: token rules with a vendor prefix use it, because
+    gitleaks' own samples label prefixed ``abc123xyz...`` strings as secrets.
+    """
+    if runs:
+        low = value.lower()
+        # also the letters and the digits apart: a1B2c3D4e5F6 reads abcdef and 123456
+        views = (low, "".join(filter(str.isalpha, low)), "".join(filter(str.isdigit, low)))
+        if any(_ALPHABET_RUN.search(view) for view in views):
+            return True
+    for m in _PERIODIC.finditer(value):
+        if len(set(m.group(1))) > 1:
+            return True
+    if len(value) >= 16:
+        top = Counter(value).most_common(1)[0][1]
+        if top * 2 > len(value):
+            return True
+    return False
+
+
 def _looks_random(value: str) -> bool:
     """Whether ``value`` looks like a generated credential rather than a word."""
     n = len(value)
@@ -209,17 +244,19 @@ def _looks_random(value: str) -> bool:
     digit = any(c.isdigit() for c in value)
     other = any(not c.isalnum() for c in value)
     if digit and (lower or upper):
-        return _entropy(value) >= 2.5
-    if lower and upper and n >= 16:
-        return _entropy(value) >= 3.0
-    classes = lower + upper + digit + other
-    return n >= 32 and classes >= 2 and _entropy(value) >= 3.5
+        random = _entropy(value) >= 2.5
+    elif lower and upper and n >= 16:
+        random = _entropy(value) >= 3.0
+    else:
+        classes = lower + upper + digit + other
+        random = n >= 32 and classes >= 2 and _entropy(value) >= 3.5
+    return random and not _looks_fake(value)
 
 
 def _token_body_ok(secret: str) -> bool:
     """Reject documented fakes such as ``ghp_xxxx...`` or ``AKIA...EXAMPLE``."""
     low = secret.lower()
-    if "example" in low or "xxxx" in low or "0000000" in low:
+    if "example" in low or "xxxx" in low or "0000000" in low or _looks_fake(secret, runs=False):
         return False
     return len(set(secret)) >= 6
 
@@ -284,6 +321,17 @@ def _jwt_ok(secret: str) -> bool:
 
 def _has_digit(secret: str) -> bool:
     return any(c.isdigit() for c in secret) and _token_body_ok(secret)
+
+
+def _mixed_random(secret: str) -> bool:
+    """Upper case, lower case and digits, entropy >= 3.5: for short-prefix tokens."""
+    return (
+        any(c.isupper() for c in secret)
+        and any(c.islower() for c in secret)
+        and any(c.isdigit() for c in secret)
+        and _entropy(secret) >= 3.5
+        and _token_body_ok(secret)
+    )
 
 
 # Order is priority: when spans overlap, the earlier rule names the finding.
@@ -360,6 +408,11 @@ _TOKEN_RULES: tuple[_TokenRule, ...] = (
     _rule("heroku-key", "HRKU-", r"[A-Za-z0-9_\-]{58,}+", not_after=_ALNUM_DASH),
     _rule("postman-key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}(?![A-Za-z0-9])", not_after=_ALNUM_DASH),
     _rule("sentry-token", "sntry[su]_", r"[A-Za-z0-9_=+/\-]{40,}+", not_after=_ALNUM_DASH),
+    _rule("vault-token", r"s\.", r"[A-Za-z0-9]{24}(?![A-Za-z0-9_.\-])", check=_mixed_random),
+    _rule("intra42-secret", "s-s4t2", r"(?:ud|af)-[0-9a-fA-F]{64}(?![0-9A-Za-z])",
+          not_after=_ALNUM_DASH),
+    _rule("octopus-key", "API-", r"[A-Z0-9]{26}(?![A-Za-z0-9])", not_after=_ALNUM_DASH,
+          check=_has_digit),
     _rule(
         "jwt",
         "eyJ",

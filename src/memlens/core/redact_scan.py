@@ -28,6 +28,7 @@ from .redact_rules import (
     _Candidate,
     _entropy,
     _is_placeholder,
+    _looks_fake,
     _looks_random,
     _token_body_ok,
 )
@@ -56,7 +57,7 @@ _NETRC = re.compile(
     r"login[ \t]++[^\s]{1,256}+[ \t]++password[ \t]++(?P<v>[^\s]{1,256}+)"
 )
 _CURL_USER = re.compile(
-    r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?[^\s:\"']{1,256}+:(?P<v>[^\s\"']{1,256}+)"
+    r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?(?P<u>[^\s:\"']{1,256}+):(?P<v>[^\s\"']{1,256}+)"
 )
 # Generic assignments. The pattern is anchored on a few keyword cores (password,
 # secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
@@ -242,9 +243,12 @@ def _scan_login_passwords(text: str, low: str, out: list[_Candidate]) -> None:
             out.append((s, e, _PRIO_HEADER + 3, "password"))
     for m in _CURL_USER.finditer(low):
         s, e = m.span("v")
-        pw = text[s:e]
-        if not pw.isdigit() and not _is_placeholder(pw) and not pw.startswith("$"):
-            out.append((s, e, _PRIO_HEADER + 3, "password"))
+        pw, user = text[s:e], text[m.start("u") : m.end("u")]
+        if pw.isdigit() or _is_placeholder(pw) or pw.startswith("$"):
+            continue
+        if pw.lower() == user.lower() or user.startswith("<"):
+            continue  # "test:test", "<user:password>"
+        out.append((s, e, _PRIO_HEADER + 3, "password"))
 
 
 def _scan_dash_p(text: str, low: str, out: list[_Candidate]) -> None:
@@ -381,27 +385,75 @@ def _inside(spans: Sequence[tuple[int, int]], pos: int) -> bool:
 
 _PRIO_RANDOM = 95
 _RANDOM_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9][A-Za-z0-9_\-~]{31,511}+(?![A-Za-z0-9_\-+/=.@~])"
+    r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9][A-Za-z0-9_\-~]{23,511}+(?![A-Za-z0-9_\-+/=.@~])"
 )
+_SEPARATORS = re.compile(r"[_\-~]")
+# Runs that read as words in an identifier: "handle", "Callback", "User".
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _random_enough(tok: str) -> bool:
+    """The `_scan_random` test for one candidate token."""
+    if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):
+        return False
+    if "example" in tok.lower():
+        return False  # AWS's documented AKIAIOSFODNN7EXAMPLE style
+    digits = sum(c.isdigit() for c in tok)
+    if len(tok) < 32:  # short: stricter, so that identifiers stay (handleOAuth2Callback)
+        words = sum(len(w) for w in _WORDISH.findall(tok))
+        if digits < 2 or _entropy(tok) < 3.8 or words * 5 >= len(tok) * 2:
+            return False
+        longest = 10
+    else:
+        if digits < 2 or _entropy(tok) < 4.0:
+            return False
+        longest = 16
+    parts = [p for p in _SEPARATORS.split(tok) if p]
+    return max(len(p) for p in parts) >= longest and not _looks_fake(tok)
 
 
 def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
-    """Standalone 32+ character tokens mixing upper case, lower case and digits.
+    """Standalone tokens of 24+ characters mixing upper case, lower case and digits.
 
     Hex-only runs (git SHAs, digests) and identifiers made of words
-    (``snake_case_names``, ``kebab-case-slugs``) are kept: every ``_``/``-``
-    separated part must itself look random, and the whole needs entropy >= 4.
+    (``snake_case_names``, ``kebab-case-slugs``) are kept: one ``_``/``-``
+    separated part must be long (16+, or 10+ for a token under 32 characters),
+    and the whole needs entropy >= 4. A token under 32 characters needs entropy
+    >= 3.8 and less than 40% of it in word-like runs (``[A-Z]?[a-z]{3,}``).
     """
     for m in _RANDOM_TOKEN.finditer(fast):
-        tok = text[m.start() : m.end()]
-        if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):
-            continue
-        if sum(c.isdigit() for c in tok) < 2 or _entropy(tok) < 4.0:
-            continue
-        parts = [p for p in re.split(r"[_\-~]", tok) if p]
-        if max(len(p) for p in parts) < 16:
+        if not _random_enough(text[m.start() : m.end()]):
             continue
         s, e = m.span()
         if e - s >= 60 and (s == 0 or fast[s - 1] == "\n") and (e == len(fast) or fast[e] == "\n"):
             continue  # a whole 64/76-column line: base64 body (certificate, key, blob)
         out.append((s, e, _PRIO_RANDOM, "random-token"))
+
+
+# Azure AD client secrets: three characters, a digit, "Q~", then 31-34 more ------
+
+_AZURE_INFIX = re.compile(r"Q~(?<=\dQ~)")  # literal first: the scan stays fast
+_AZURE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-")
+_AZURE_SECRET = re.compile(r"[A-Za-z0-9_~.]{3}\dQ~(?P<tail>[A-Za-z0-9_~.\-]{31,35}+)")
+
+
+def _scan_azure_client_secrets(text: str, fast: str, out: list[_Candidate]) -> None:
+    """``abc8Q~...`` client secrets of Azure AD (Entra ID) app registrations.
+
+    The shape is fixed by Azure (gitleaks' ``azure-ad-client-secret`` rule): the
+    ``Q~`` after the fourth character is what makes it recognisable in prose.
+    """
+    for hit in _AZURE_INFIX.finditer(fast):
+        s = hit.start() - 4
+        if s < 0 or (s > 0 and fast[s - 1] in _AZURE_CHARS):
+            continue
+        m = _AZURE_SECRET.match(fast, s)
+        if m is None:
+            continue
+        e = m.end()
+        if e < len(fast) and fast[e] in _AZURE_CHARS:
+            continue  # part of a longer run
+        while e > m.start("tail") and fast[e - 1] == ".":
+            e -= 1  # the full stop that ends a sentence
+        if 31 <= e - m.start("tail") <= 34 and _token_body_ok(text[s:e]):
+            out.append((s, e, _PRIO_SPECIFIC_ASSIGN - 1, "azure-client-secret"))

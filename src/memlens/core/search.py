@@ -30,14 +30,16 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from .config import FUSIONS, SearchSettings
 from .db import rows, scalar, vec_table_name
-from .embedding import Embedder
+
+if TYPE_CHECKING:
+
+    from .embedding import Embedder
 
 MODES = ("lexical", "vector", "hybrid")
 VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
@@ -308,6 +310,8 @@ def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:
 def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10,
            repository: str | None = None, doc_type: str | None = None) -> SearchResult:
     """sqlite-vec KNN over the nodes embedded with ``embedder`` (cosine distance)."""
+    import numpy as np
+
     res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
     if not query.strip() or k <= 0:
         return res
@@ -363,6 +367,8 @@ def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
 
 def _normalise(values: dict[int, float], how: str) -> dict[int, float]:
     """Per-query normalisation of one signal over its candidates (min-max or z-score)."""
+    import numpy as np
+
     if not values:
         return {}
     arr = np.asarray(list(values.values()), dtype=np.float64)
@@ -476,6 +482,8 @@ class _Pool:
 
     def drop_weak_semantic(self, min_z: float) -> None:
         """Drop semantic-only candidates whose cosine is below mean + min_z * std."""
+        import numpy as np
+
         if len(self.vec_raw) < 2:
             return
         arr = np.asarray(list(self.vec_raw.values()), dtype=np.float64)

@@ -17,6 +17,7 @@ forms for callers not yet switched; new code uses ``detail()``, ``locate()``,
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,19 +28,20 @@ import apsw
 from . import chunker_choice as choice
 from . import db as dbm
 from . import doctor as doctor_mod
-from . import projection as proj
 from . import preview as preview_mod
+from . import projection as proj
 from . import search as search_mod
 from . import search_history
 from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
 from .chunker_choice import ChunkerChoice
-from .preview import QueryEffect
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import Settings, load_settings
+from .db import explain_storage_error
 from .embedding import Embedder, EmbedderUnavailable, make_embedder
 from .indexfile import IndexWarning, check_index
 from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
 from .installkey import load_install_key
+from .preview import QueryEffect
 from .redact import redact
 from .sources import (
     MemoryRoot,
@@ -50,13 +52,21 @@ from .sources import (
     read_file,
     roots_for_path,
 )
-from .store import apply_retention, find_document, now_clock, write_rechunk
+from .store import (
+    apply_retention,
+    document_ids,
+    find_document,
+    now_clock,
+    reredact_document,
+    write_rechunk,
+)
 from .types import (
     DocumentDetail,
     DocumentSummary,
     FilterIndex,
     IngestOutcome,
     ProjectionState,
+    PurgeOutcome,
     RechunkOutcome,
     Revision,
     RevisionChunker,
@@ -69,6 +79,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
+           "explain_storage_error",
            "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
            "render_bench_report", "run_benchmark"]
 
@@ -103,13 +114,29 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
     return chunk_markdown(text, config, path=path.name), found
 
 
+def _valid_text(text: str) -> str:
+    """``text`` with lone surrogates (undecodable argv bytes) replaced by U+FFFD, so it can
+    be searched, stored and printed as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
+
+
 class MemoryService:
     """Façade over the memlens core for one database."""
 
     def __init__(self, settings: Settings | None = None, *, db_path: Path | None = None,
                  clock: Clock | None = None, embedder: Embedder | None = None,
-                 install_key: bytes | None = None) -> None:
+                 install_key: bytes | None = None, create: bool = True) -> None:
         self.settings = settings or load_settings()
+        self.create = create  # False: a missing database folder is an error, not created
         self.db_path = Path(db_path) if db_path else self.settings.db_path
         self.clock: Clock = clock or now_clock
         self._embedder = embedder
@@ -124,7 +151,7 @@ class MemoryService:
         """This thread's connection (opened and migrated on first use)."""
         c = getattr(self._local, "conn", None)
         if c is None:
-            c = dbm.connect(self.db_path)
+            c = dbm.connect(self.db_path, create=self.create)
             self._local.conn = c
             with self._conns_lock:
                 self._conns.append(c)
@@ -165,6 +192,19 @@ class MemoryService:
                     pass
             self._conns.clear()
         self._local = threading.local()
+
+    def _writable(self) -> apsw.Connection:
+        """This thread's connection, for a write.
+
+        Raises:
+            DatabaseReadOnly: The database file or its folder is not writable.
+        """
+        c = self.conn()
+        if dbm.is_readonly(c):
+            raise dbm.DatabaseReadOnly(
+                f"{self.db_path} is read-only here: reading works, but this command writes; "
+                "it needs write permission on the file and its folder")
+        return c
 
     def chunker_config(self) -> ChunkerConfig:
         """The configured chunker (validated)."""
@@ -222,8 +262,11 @@ class MemoryService:
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
                on_change: Callable[[FileChange], None] | None = None,
                only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
-        """Ingest memory roots durably, then (unless deferred) project pending work."""
-        conn = self.conn()
+        """Ingest memory roots durably, then (unless deferred) project pending work.
+
+        A full disk stops the run (``report.stopped``): what was stored is kept and
+        nothing more is attempted, projection included."""
+        conn = self._writable()
         cfg = self.chunker_config()
         key = self.install_key()
         report = IngestReport()
@@ -232,8 +275,13 @@ class MemoryService:
             sel = only_paths.get(root.path) if only_paths is not None else None
             if only_paths is not None and sel is None:
                 continue
-            report.changes.extend(ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
-                                              max_bytes=limit, on_change=on_change).changes)
+            part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
+                               max_bytes=limit, on_change=on_change)
+            report.changes.extend(part.changes)
+            report.warnings.extend(part.warnings)
+            if part.stopped:
+                report.stopped = part.stopped
+                return IngestOutcome(report, None, proj.pending_count(conn))
         self._retention([c.document_id for c in report.changes
                          if c.document_id is not None and c.kind not in ("unchanged", "failed")])
         pr = self.project() if project else None
@@ -250,7 +298,7 @@ class MemoryService:
         Their old projection stays searchable (lexically, and by vector only in its
         own space) until the new one swaps in.
         """
-        return proj.queue_other_embedder(self.conn(), self.embedder.fingerprint())
+        return proj.queue_other_embedder(self._writable(), self.embedder.fingerprint())
 
     def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
                 on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
@@ -296,7 +344,7 @@ class MemoryService:
         the caller (``project``), so a UI can run it in the background.
         """
         config.validate()
-        conn = self.conn()
+        conn = self._writable()
         if doc_ids is None:
             doc_ids = [int(r[0]) for r in conn.execute(
                 "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL ORDER BY id")]
@@ -434,6 +482,7 @@ class MemoryService:
         ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
         (default: :meth:`current_repository` of the working directory) rank first.
         """
+        query = _valid_text(query)  # argv bytes that are not UTF-8 arrive as lone surrogates
         emb = self.embedder if mode != "lexical" else None
         opts = self.settings.search
         prefer = None
@@ -451,7 +500,7 @@ class MemoryService:
     def remember_search(self, query: str, mode: str, source: str) -> bool:
         """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not
         stored when ``[search] history`` is 0. Returns whether it was stored."""
-        return search_history.record(self.conn(), query, mode, source, self.clock(),
+        return search_history.record(self.conn(), _valid_text(query), mode, source, self.clock(),
                                      self.settings.search.history)
 
     def recent_searches(self, limit: int = 50) -> list[str]:
@@ -483,6 +532,24 @@ class MemoryService:
             if slug in known:
                 return slug
         return None
+
+    def resolve_repository(self, name: str) -> str:
+        """The repository ``name`` means: its full name, or a short one such as
+        ``tidewater`` or ``tidewater-api`` for ``-home-dev-projects-tidewater-api``
+        when only one repository fits (see :meth:`FilterIndex.match_repository`).
+
+        Raises:
+            LookupError: No repository, or several, fit; the message lists them.
+        """
+        known = [str(r[0]) for r in self.conn().execute(
+            "SELECT DISTINCT repository FROM memory_documents ORDER BY repository")]
+        found = FilterIndex.match_repository(name, known)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise LookupError(f"repository {name!r} is ambiguous: it may be {', '.join(found)}; "
+                              "give more of the name")
+        raise LookupError(f"no repository {name!r}; known: {', '.join(known) or 'none yet'}")
 
     def index_warnings(self, doc_id: int) -> list[IndexWarning]:
         """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""
@@ -521,8 +588,63 @@ class MemoryService:
         return f"{e.name}:{e.model} ({e.dim}d)"
 
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
-        """Run the consistency checks."""
-        return doctor_mod.run_checks(self.conn())
+        """Run the consistency checks; a file SQLite cannot read is reported, with how to
+        rebuild it, instead of raised."""
+        try:
+            checks, problems = doctor_mod.run_checks(self.conn())
+        except (dbm.DatabaseCorrupt, apsw.CorruptError, apsw.NotADBError) as exc:
+            cause = exc.__cause__ or exc
+            checks = ["sqlite_integrity"]
+            problems = [doctor_mod.Problem(
+                "sqlite_integrity", f"{self.db_path} cannot be read as a memlens database: "
+                f"{cause}")]
+        if any(p.check == "sqlite_integrity" for p in problems):
+            db = shlex.quote(str(self.db_path))
+            problems.append(doctor_mod.Problem(
+                "rebuild", "the file is damaged and cannot be repaired in place; rebuild it "
+                f"from the memory folders: `mv {db} {db}.damaged && memlens ingest --db {db}` "
+                "(revision history older than the rebuild stays only in the moved file)"))
+        return checks, problems
+
+    def purge(self) -> PurgeOutcome:
+        """Redact everything stored again with the current rules, then leave no byte behind.
+
+        Every document's content, every revision's snapshot, diff and summary, and the
+        chunks are re-redacted; documents where something more was found lose their
+        projection and the cached vectors of the old text, are re-chunked and
+        re-projected. Then the FTS index is merged, the WAL checkpointed and the file
+        VACUUMed with ``secure_delete`` on, so a secret caught late is gone from the
+        database file and its -wal/-shm files.
+
+        Raises:
+            DatabaseReadOnly: The database cannot be written.
+        """
+        conn = self._writable()
+        conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
+
+        def red(text: str) -> str:
+            return redact(text).text
+
+        ids = document_ids(conn)
+        changed: list[int] = []
+        revisions = chunks = 0
+        for d in ids:
+            r = reredact_document(conn, d, red, self.clock(), unproject=proj.drop_projection)
+            revisions += r.revisions
+            chunks += r.chunks
+            if r.document or r.revisions or r.chunks or r.reprojected:
+                changed.append(d)
+        report: proj.ProjectionReport | None = None
+        note = None
+        if changed:
+            try:
+                report = self.project(changed)
+            except EmbedderUnavailable as exc:
+                note = (f"not re-projected ({exc}); they stay queued: run `memlens project`"
+                        " (then `memlens purge` again to compact)")
+        proj.optimize_fts(conn)
+        truncated = dbm.secure_vacuum(conn)
+        return PurgeOutcome(len(ids), len(changed), revisions, chunks, report, truncated, note)
 
     # -- for the TUI (issue 12, TUI side): reads the browser needs -----------------
     # Added by the TUI refactor; the core may fold these into its own blocks.
@@ -578,6 +700,8 @@ class MemoryService:
         """Startup: ingest durably, then project the queue in batches of ``batch``
         documents, calling ``on_batch(ids, report)`` after each one."""
         out = self.ingest(roots, project=False, on_change=on_change)
+        if out.report.stopped:
+            return out
         reports = self.project_queue(batch=batch, on_batch=on_batch)
         merged = proj.ProjectionReport([o for r in reports for o in r.outcomes])
         return IngestOutcome(out.report, merged, self.pending_count())
@@ -621,7 +745,12 @@ class MemoryService:
         elif doc_ids is None:
             doc_ids = [d.id for d in self.list_documents()]
         changed = self.rechunk(doc_ids, config)
-        rep = self.project(changed) if (changed and project) else None
+        rep = None
+        if project:
+            # The whole queue, not only what changed now: an earlier interrupted rechunk
+            # (or ingest) may have left documents pending; this run finishes them too.
+            reports = self.project_queue()
+            rep = proj.ProjectionReport([o for r in reports for o in r.outcomes])
         return RechunkOutcome(config, len(doc_ids), tuple(changed), rep)
 
     def remember_chunker(self, config: ChunkerConfig, doc_ids: Sequence[int] | None, *,
@@ -630,7 +759,7 @@ class MemoryService:
         (``repository`` when given, ``all`` when ``doc_ids`` is None, else ``document``
         for each id). A broader choice clears the narrower ones it covers."""
         config.validate()
-        conn, now = self.conn(), self.clock()
+        conn, now = self._writable(), self.clock()
         if repository is not None:
             ids = [d.id for d in self.list_documents(repository=repository)]
             choice.remember(conn, "repository", config, now, repository=repository,

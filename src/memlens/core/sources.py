@@ -19,6 +19,9 @@ from pathlib import Path
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_FOLDER_DEPTH = 32
+"""Folders nested deeper than this under a memory root are skipped with a warning (memory
+folders are flat; a runaway tree must not make paths too long or the walk too slow)."""
 
 
 class SourceError(Exception):
@@ -163,12 +166,15 @@ def roots_for_path(path: Path, repository: str | None = None) -> list[MemoryRoot
     return [MemoryRoot(repository=repository or p.name, path=p)]
 
 
-def scan_root(root: MemoryRoot) -> tuple[list[SourceFile], list[tuple[str, str]]]:
+def scan_root(root: MemoryRoot, warnings: list[str] | None = None,
+              max_depth: int = MAX_FOLDER_DEPTH) -> tuple[list[SourceFile], list[tuple[str, str]]]:
     """List the Markdown files under a root, recursively.
 
     Symlinked folders are not followed (no loops); symlinked files are accepted
-    only when they resolve inside the root. Returns the files and a list of
-    ``(logical_path, error)`` for entries that cannot be used.
+    only when they resolve inside the root. Folders more than ``max_depth`` levels
+    below the root are not entered; each one skipped adds a line to ``warnings``.
+    Returns the files and a list of ``(logical_path, error)`` for entries that
+    cannot be used.
     """
     files: list[SourceFile] = []
     errors: list[tuple[str, str]] = []
@@ -189,6 +195,16 @@ def scan_root(root: MemoryRoot) -> tuple[list[SourceFile], list[tuple[str, str]]
     for dirpath, dirnames, filenames in os.walk(base, onerror=onerror, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not is_ignored_name(d))
         d = Path(dirpath)
+        if dirnames and len(d.relative_to(base).parts) >= max_depth:
+            for name in dirnames:
+                rel_dir = (d / name).relative_to(base).as_posix()
+                shown = rel_dir.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                if len(shown) > 120:
+                    shown = shown[:50] + "/…/" + shown[-50:]
+                if warnings is not None:
+                    warnings.append(f"{shown}: folder nested more than {max_depth} levels deep;"
+                                    " skipped with everything in it")
+            dirnames[:] = []
         for name in sorted(filenames):
             if not is_markdown_name(name):
                 continue

@@ -43,10 +43,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
+    from numpy.typing import NDArray
     from tokenizers import Tokenizer
 
 __all__ = [
@@ -107,6 +106,8 @@ def _read_safetensors(path: Path) -> dict[str, NDArray[Any]]:
         StaticModelError: If the file is not a well-formed safetensors file or
             uses a dtype this loader does not know.
     """
+    import numpy as np
+
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -200,6 +201,8 @@ class StaticModel:
         Raises:
             StaticModelError: If the parts do not fit together.
         """
+        import numpy as np
+
         vocab = tokenizer.get_vocab()
         if mapping is None and embeddings.shape[0] != len(vocab):
             raise StaticModelError(f"{path}: {len(vocab)} tokens but {embeddings.shape[0]} vectors")
@@ -238,6 +241,8 @@ class StaticModel:
             StaticModelError: If the folder or a file in it is missing or
                 malformed, or the ``tokenizers`` package is not installed.
         """
+        import numpy as np
+
         folder = default_model_path() if path is None else Path(path)
         for name in (_WEIGHTS_FILE, _TOKENIZER_FILE, _CONFIG_FILE):
             if not (folder / name).is_file():
@@ -316,6 +321,8 @@ class StaticModel:
         Raises:
             TypeError: If ``texts`` is a single string.
         """
+        import numpy as np
+
         if isinstance(texts, str):
             raise TypeError("encode() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -8,10 +8,13 @@ defined here, the others are re-exported from the core module that owns them.
 from __future__ import annotations
 
 import json
+import os
+import posixpath
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .bench import BenchError
 from .chunker_choice import ChunkerChoice
 from .chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, ChunkResult
 from .config import (
@@ -26,6 +29,7 @@ from .config import (
     WatchSettings,
 )
 from .db import DatabaseError
+from .db import StorageError as StorageError
 from .doctor import Problem
 from .embedding import EmbedderUnavailable, EmbeddingError
 from .indexfile import IndexWarning
@@ -33,9 +37,10 @@ from .ingest import FileChange, IngestReport
 from .preview import QueryEffect
 from .projection import ProjectionOutcome, ProjectionReport
 from .search import MODES, NO_WORD_NOTE, SearchError, SearchHit, SearchResult
-from .sources import MemoryRoot, SourceError, UsageError
+from .sources import MemoryRoot, SourceError, UsageError, claude_slug
 
 if TYPE_CHECKING:
+    from .bench import BenchError
     from .watch import WatchEvent
 
 __all__ = [
@@ -246,6 +251,139 @@ class IngestOutcome:
         return out
 
 
+@dataclass(frozen=True)
+class PurgeOutcome:
+    """What :meth:`MemoryService.purge` did (``memlens purge --json``)."""
+
+    documents: int  # documents looked at (live and deleted)
+    changed: int  # documents in which the current rules found something more
+    revisions: int  # revision rows whose snapshot, diff or summary was rewritten
+    chunks: int  # chunk rows replaced or dropped
+    projection: ProjectionReport | None  # the re-projection of changed documents
+    wal_truncated: bool  # False: another process still reads; run purge again later
+    note: str | None = None  # e.g. why re-projection could not run now
+
+    @property
+    def complete(self) -> bool:
+        """Nothing was left behind: the WAL is empty and every re-projection succeeded."""
+        rep = self.projection
+        return self.wal_truncated and self.note is None and not (
+            rep and (rep.count("failed") or rep.count("stale")))
+
+    def as_json(self) -> dict[str, Any]:
+        """The stable ``memlens purge --json`` shape."""
+        rep = self.projection
+        return {"documents": self.documents, "changed": self.changed,
+                "revisions": self.revisions, "chunks": self.chunks,
+                "projection": {"ready": rep.count("ready") if rep else 0,
+                               "failed": (rep.count("failed") + rep.count("stale")) if rep
+                               else 0},
+                "wal_truncated": self.wal_truncated, "complete": self.complete,
+                "note": self.note}
+
+
+
+_SEPARATORS = re.compile(r"[\s_-]+")
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _norm(text: str) -> str:
+    """Lower case, with runs of blanks, ``-`` and ``_`` as one space (``/`` and ``.`` kept)."""
+    return _SEPARATORS.sub(" ", text.lower()).strip()
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """One candidate's fields, normalised once (see :func:`_norm`)."""
+
+    repository: str
+    exact: frozenset[str]  # basename, path (with and without .md), repository/path
+    base: str
+    path: str
+    labels: tuple[str, ...]  # front-matter name and every heading (each level)
+    label_text: str  # "\n" + labels joined by "\n" (one substring test finds a prefix)
+    words: str  # " " + the path's words joined by " " (" conv" in it: a word starts so)
+    label_words: str
+
+
+def _keys(d: DocumentSummary) -> _Keys:
+    path = d.path
+    stem = path[:-3] if path.lower().endswith(".md") else path
+    base = posixpath.basename(path)
+    base_stem = posixpath.basename(stem)
+    repo = d.repository
+    exact = {_norm(x) for x in (base, base_stem, path, stem, f"{repo}/{path}", f"{repo}/{stem}")}
+    labels: list[str] = []
+    for text in [d.name or "", *d.headings]:
+        for part in text.split(" > "):
+            n = _norm(part)
+            if n and n not in labels:
+                labels.append(n)
+    return _Keys(repository=repo, exact=frozenset(exact), base=_norm(base), path=_norm(path),
+                 labels=tuple(labels), label_text="\n" + "\n".join(labels),
+                 words=" " + " ".join(_WORDS.findall(path.lower())),
+                 label_words=" " + " ".join(w for lab in labels for w in _WORDS.findall(lab)))
+
+
+def _words_prefix(query_words: list[str], words: str) -> bool:
+    return bool(query_words) and all(f" {q}" in words for q in query_words)
+
+
+def _cover(query: str, text: str) -> float:
+    return len(query) / max(len(text), len(query), 1)
+
+
+# Score bands (the best band decides; within a band, the closer fit ranks first).
+EXACT = 100.0  # the basename or path, with or without ".md" and the repository
+EXACT_LABEL = 96.0  # the front-matter name or a heading
+PREFIX_BASE = 90.0  # ..93: the basename starts with the query
+PREFIX_PATH = 88.0  # ..90: the path ("notes/ret")
+PREFIX_LABEL = 84.0  # ..86: the name or a heading
+WORDS_PATH = 81.0  # ..82: every query word starts a word of the path ("api conv")
+WORDS_LABEL = 80.0  # ..81: every query word starts a word of the name or headings
+FUZZY_TOP = 79.0  # fuzzy scores are scaled into 0..79
+FUZZY_WRATIO_FLOOR = 48.0
+"""...and WRatio itself must reach this: partial_ratio alone is lenient with short
+queries ("perf" gets 75, WRatio 45, against every lanternfish document). Measured
+as for the cutoff: floor 45 lists 14 documents for "perf"; 48 lists 2 and keeps
+58/59 top-1; 50 loses "datquality"; 55 keeps only 54/59."""
+
+FUZZY_CUTOFF = 60.0
+"""Fuzzy matches below this mix score are left out. On the finder table plus 14
+typo queries: 45 keeps 58/59 top-1 but lists 19 documents for "testing" and 12
+for "eror handling"; 60 keeps 58/59 and lists 2 for each; 65 drops to 55/59."""
+
+FUZZY_WRATIO = 0.5
+"""Weight of WRatio in the fuzzy mix (the rest is partial_ratio). Measured on the
+finder table of ``tests/test_finder.py`` (45 queries) and 14 more typo queries,
+top-1: WRatio alone 43/45 and 11/14; 0.75: 45/45, 13/14 (MRR .946); 0.5 and 0.25:
+45/45, 13/14 (MRR .952); partial_ratio alone 45/45, 12/14."""
+
+
+def tier_score(query: str, keys: _Keys, qwords: list[str] | None = None) -> float | None:
+    """The exact/prefix score of a normalised ``query`` for one candidate (None: neither).
+
+    ``qwords`` are the words of ``query`` (computed once by the caller).
+    """
+    if query in keys.exact:
+        return EXACT
+    if query in keys.labels:
+        return EXACT_LABEL
+    if keys.base.startswith(query):
+        return PREFIX_BASE + 3 * _cover(query, keys.base)
+    if keys.path.startswith(query):
+        return PREFIX_PATH + 2 * _cover(query, keys.path)
+    if "\n" + query in keys.label_text:
+        best = max(_cover(query, lab) for lab in keys.labels if lab.startswith(query))
+        return PREFIX_LABEL + 2 * best
+    if qwords is None:
+        qwords = _WORDS.findall(query)
+    if _words_prefix(qwords, keys.words):
+        return WORDS_PATH + _cover(query, keys.path)
+    if _words_prefix(qwords, keys.label_words):
+        return WORDS_LABEL + 1 / (1 + len(keys.labels))
+    return None
+
 
 @dataclass
 class FilterIndex:
@@ -253,36 +391,136 @@ class FilterIndex:
 
     :meth:`MemoryService.filter_documents` re-reads every document and every
     heading on each call; a UI filtering as the user types builds this once per
-    data change (:meth:`MemoryService.build_filter_index`) and then only runs
-    rapidfuzz; it is the only implementation of the filter. The ranking is
-    (WRatio over repository, path, front-matter name and headings, default
-    processing, cutoff 45); the scan runs in slices so a thread doing it gives
-    the interpreter lock back between slices.
+    data change (:meth:`MemoryService.build_filter_index`) and then only ranks;
+    it is the only implementation of the filter (the TUI's ``/`` box and
+    ``memlens docs --filter``).
+
+    Ranking, best band first (see the constants above): an exact basename or
+    path; an exact front-matter name or heading; a prefix of the basename, the
+    path, the name or a heading; every query word starting a word of the path,
+    name or headings; then fuzzy: a mix of rapidfuzz WRatio and partial_ratio
+    over repository, path, name and headings (``choices``), cutoff 60. A query
+    word naming exactly one repository (``tidewater`` for
+    ``-home-dev-projects-tidewater-api``, see :meth:`match_repository`), or a
+    leading ``repository/`` segment, narrows the search to it. Ties keep
+    document order (repository, then path). The scan runs in slices so a thread
+    doing it gives the interpreter lock back between slices.
     """
 
     include_tombstoned: bool
     candidates: list[DocumentSummary] = field(default_factory=list)
     choices: list[str] = field(default_factory=list)
+    _keys: list[_Keys] | None = field(default=None, repr=False, compare=False)
 
     SLICE = 1000
 
-    def filter(self, text: str, *, limit: int = 200,
-               cutoff: float = 45.0) -> list[tuple[DocumentSummary, float]]:
-        """Documents matching ``text``, best first, with their rapidfuzz score."""
-        from rapidfuzz import fuzz, process, utils
+    @staticmethod
+    def match_repository(name: str, repositories: Iterable[str]) -> list[str]:
+        """Repositories ``name`` may mean, best kind of match only.
 
+        The full name (any case), else those whose name *ends* with ``name`` on a
+        ``-`` boundary (``tidewater-api``), else those containing it on ``-``
+        boundaries (``tidewater``). A path (``/home/dev/app``) is turned into its
+        Claude slug first. Sorted; empty when nothing matches.
+        """
+        repos = sorted(set(repositories))
+        raw = name.strip()
+        if not raw:
+            return []
+        if raw in repos:
+            return [raw]
+        if raw.startswith(("/", "~")):
+            slug = claude_slug(os.path.expanduser(raw).rstrip("/") or "/")
+            if slug in repos:
+                return [slug]
+        key = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")
+        if not key:
+            return []
+        lowered = [(r, "-" + r.lower().strip("-") + "-") for r in repos]
+        same = [r for r, low in lowered if low == f"-{key}-"]
+        if same:
+            return same
+        suffix = [r for r, low in lowered if low.endswith(f"-{key}-")]
+        if suffix:
+            return suffix
+        return [r for r, low in lowered if f"-{key}-" in low]
+
+    def prepare(self) -> FilterIndex:
+        """Normalise every candidate's fields now (else the first :meth:`filter` does)."""
+        if self._keys is None:
+            self._keys = [_keys(c) for c in self.candidates]
+        return self
+
+    def _repository_hint(self, text: str) -> tuple[str, str] | None:
+        """(repository, the rest of the query) when a word of ``text`` names one repository."""
+        repos = {c.repository for c in self.candidates}
+        words = text.split()
+        for i, word in enumerate(words):
+            head, sep, tail = word.partition("/")
+            for token, rest in ((word, ""), (head, tail)) if sep else ((word, ""),):
+                if len(token.strip("-")) < 3:
+                    continue
+                found = self.match_repository(token, repos)
+                if len(found) == 1:
+                    return found[0], " ".join([*words[:i], *([rest] if rest else []),
+                                               *words[i + 1:]])
+        return None
+
+    def filter(self, text: str, *, limit: int = 200,
+               cutoff: float = FUZZY_CUTOFF) -> list[tuple[DocumentSummary, float]]:
+        """Documents matching ``text``, best first, with their score (0-100]."""
         if not text.strip():
             return [(c, 100.0) for c in self.candidates[:limit]]
-        query = utils.default_process(text)
-        found: list[tuple[float, int]] = []
-        for start in range(0, len(self.choices), self.SLICE):
-            part = self.choices[start:start + self.SLICE]
-            for _, score, i in process.extract(query, part, scorer=fuzz.WRatio, processor=None,
-                                               limit=limit, score_cutoff=cutoff):
-                found.append((float(score), start + int(i)))
-        # Best score first; ties keep document order (as a single extract would).
-        found.sort(key=lambda si: (-si[0], si[1]))
-        return [(self.candidates[i], score) for score, i in found[:limit]]
+        self.prepare()
+        hint = self._repository_hint(text)
+        if hint is not None:
+            repo, rest = hint
+            allowed = [i for i, k in enumerate(self._keys or []) if k.repository == repo]
+            if not rest.strip():
+                return [(self.candidates[i], 100.0) for i in allowed[:limit]]
+            found = self._rank(rest, allowed, limit, cutoff)
+            if found:
+                return found
+        return self._rank(text, None, limit, cutoff)
+
+    def _rank(self, text: str, allowed: list[int] | None, limit: int,
+              cutoff: float) -> list[tuple[DocumentSummary, float]]:
+        import time
+
+        from rapidfuzz import fuzz, process, utils
+
+        keys = self._keys or []
+        query = _norm(text)
+        fuzzy_query = utils.default_process(text)
+        order = allowed if allowed is not None else list(range(len(keys)))
+        qwords = _WORDS.findall(query)
+        scored: list[tuple[float, int]] = []
+        rest: list[int] = []
+        for start in range(0, len(order), self.SLICE):
+            part = order[start:start + self.SLICE]
+            for i in part:
+                s = tier_score(query, keys[i], qwords)
+                if s is None:
+                    rest.append(i)
+                else:
+                    scored.append((s, i))
+            time.sleep(0)  # let other threads (the event loop) run between slices
+        if fuzzy_query:
+            for start in range(0, len(rest), self.SLICE):
+                part = rest[start:start + self.SLICE]
+                texts = [self.choices[i] for i in part]
+                w = process.cdist([fuzzy_query], texts, scorer=fuzz.WRatio, processor=None,
+                                  workers=1)[0]
+                p = process.cdist([fuzzy_query], texts, scorer=fuzz.partial_ratio,
+                                  processor=None, workers=1)[0]
+                for i, a, b in zip(part, w, p, strict=True):
+                    mix = FUZZY_WRATIO * float(a) + (1 - FUZZY_WRATIO) * float(b)
+                    if mix >= cutoff and a >= FUZZY_WRATIO_FLOOR:
+                        scored.append((mix * FUZZY_TOP / 100.0, i))
+                time.sleep(0)
+        # Best score first; ties keep document order.
+        scored.sort(key=lambda si: (-si[0], si[1]))
+        return [(self.candidates[i], round(score, 3)) for score, i in scored[:limit]]
 
 
 def __getattr__(name: str) -> Any:
@@ -291,4 +529,8 @@ def __getattr__(name: str) -> Any:
         from .watch import WatchEvent
 
         return WatchEvent
+    if name == "BenchError":  # the bench package is imported only by `memlens bench`
+        from .bench import BenchError
+
+        return BenchError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,12 +24,12 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input
@@ -58,8 +58,9 @@ from .screens.rechunk import RechunkDialog, RechunkRequest
 from .screens.search import SearchScreen, next_mode
 from .widgets.debounce import Debouncer
 from .widgets.doc_tree import DocumentTree
+from .widgets.fmt import shorten_middle
 from .widgets.status_bar import StatusBar
-from .workers import AppWorkers
+from .workers import AppWorkers, worker_failure
 
 __all__ = ["MemlensApp", "MemlensCommands"]
 
@@ -87,7 +88,8 @@ class MemlensApp(AppWorkers):
 
     def __init__(self, service: MemoryService, *, clock: Clock | None = None, watch: bool = False,
                  roots: Sequence[MemoryRoot] | None = None, scan_paths: Sequence[Path] | None = None,
-                 ingest: bool = True, demo: bool = False, demo_note: str = "") -> None:
+                 ingest: bool = True, demo: bool = False, demo_note: str = "",
+                 demo_folder: Path | None = None) -> None:
         """Create the app.
 
         Args:
@@ -100,6 +102,8 @@ class MemlensApp(AppWorkers):
             ingest: Ingest ``roots`` on start (durable first, then projection).
             demo: Label the UI as showing the demo corpus.
             demo_note: The line explaining why the demo is shown.
+            demo_folder: Where the demo copy lives (the banner names it: edit files
+                there to try the watcher).
         """
         super().__init__()
         self.service = service
@@ -110,6 +114,7 @@ class MemlensApp(AppWorkers):
         self.ingest_on_start = ingest
         self.demo = demo
         self.demo_note = demo_note
+        self.demo_folder = demo_folder
         self.show_tombstoned = False
         self.search_mode = "hybrid"
         self.search_query = ""
@@ -124,6 +129,9 @@ class MemlensApp(AppWorkers):
         self._warnings_cache: dict[int, list[IndexWarning]] = {}
         self.filter_debounce = Debouncer(self, FILTER_DEBOUNCE)
         self._pending_hit: SearchHit | None = None
+        self._reload_notify = False  # Ctrl+R: confirm when the list is back
+        self._open_best: str | None = None  # Enter in the filter: open its best match when listed
+        self._shown_filter: tuple[str, int | None] | None = None  # (filter, its best match)
         self._requested_doc: int | None = None
         self._watcher: Any = None
         self._watch_stop = threading.Event()
@@ -139,7 +147,33 @@ class MemlensApp(AppWorkers):
         self._full_loads = 0
         self._browser = BrowserScreen()
         if demo:
-            self.sub_title = "DEMO · " + (demo_note or "bundled corpus copy")
+            self.sub_title = self.demo_banner(80)
+
+    def demo_banner(self, width: int) -> str:
+        """The header's demo line for a terminal ``width`` wide: where the demo copy
+        lives (edit it to try the watcher), the folder shortened from the middle."""
+        if self.demo_folder is None:
+            return "DEMO · " + (self.demo_note or "bundled corpus copy")
+        folder = str(self.demo_folder)
+        home = str(Path.home())
+        if home not in ("", "/") and folder.startswith(home + "/"):
+            folder = "~" + folder[len(home):]
+        head, tail = "DEMO · edit ", " to try the watcher"
+        # The header centres "memlens — <this>" between its icon and clock space (8 each).
+        room = max(16, width - 18 - len(self.title) - 3 - len(head) - len(tail))
+        return head + shorten_middle(folder, room) + tail
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the demo banner to the new width."""
+        if self.demo:
+            self.sub_title = self.demo_banner(event.size.width)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Textual's palette entries without its "Quit": memlens lists its own (which
+        stops the watcher first), and one "Quit" is enough."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":
+                yield command
 
     # -- screens ---------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -218,8 +252,7 @@ class MemlensApp(AppWorkers):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Worker errors become notifications, never a crash."""
         if event.state == WorkerState.ERROR:
-            err = event.worker.error
-            self.notify(f"{type(err).__name__}: {err}", title=f"{event.worker.name} failed",
+            self.notify(worker_failure(event.worker.name, event.worker.error), title="error",
                         severity="error", timeout=8)
             if event.worker.group in ("startup", "rechunk", "retry"):
                 self.status_bar.job = ""
@@ -283,7 +316,19 @@ class MemlensApp(AppWorkers):
                 message.show_tombstoned != self.show_tombstoned:
             return  # the user typed on or toggled meanwhile
         keep = self._pending_hit.document_id if self._pending_hit else self.current_doc_id
+        typed = self._shown_filter is None or self._shown_filter[0] != message.filter_text
+        if typed and message.filter_text.strip() and self._pending_hit is None:
+            keep = None  # the filter changed: its best match gets the cursor
         self._browser.show_documents(message, keep)
+        if self._reload_notify:
+            self._reload_notify = False
+            self.notify(f"reloaded from the database: {len(message.docs):,} documents",
+                        title="reload", timeout=3)
+        best = message.docs[0].id if message.docs else None
+        self._shown_filter = (message.filter_text, best)
+        if self._open_best is not None and self._open_best == message.filter_text:
+            self._open_best = None
+            self._open_filter_match(best, message.filter_text)
         if not message.docs:
             self._show_empty("no documents" + (" match the filter" if message.filter_text else
                                                " yet"))
@@ -414,6 +459,35 @@ class MemlensApp(AppWorkers):
     def action_focus_filter(self) -> None:
         """Focus the fuzzy filter."""
         self._browser.filter_input.focus()
+
+    def action_open_best_match(self) -> None:
+        """Open the filter's best match (Enter in the filter box), once it is listed."""
+        text = self.filter_text
+        if not text.strip():
+            self.doc_tree.focus()
+            return
+        loading = any(w.group == "documents" and w.state in (WorkerState.PENDING,
+                                                               WorkerState.RUNNING)
+                      for w in self.workers)
+        shown = self._shown_filter
+        if shown is not None and shown[0] == text and not loading \
+                and not self.filter_debounce.pending:
+            self._open_filter_match(shown[1], text)
+            return
+        self._open_best = text  # the listing on its way opens it (see _documents_loaded)
+        self.filter_debounce.cancel()
+        self.filter_fired = (text, time.perf_counter())
+        self.load_documents(text, keep=self.current_doc_id)
+
+    def _open_filter_match(self, doc_id: int | None, text: str) -> None:
+        if doc_id is None:
+            self.notify(f"no document matches {text.strip()!r}", severity="warning", timeout=3)
+            return
+        self.open_document(doc_id)
+
+    def action_focus_pane(self, step: int = 1) -> None:
+        """Tab / Shift+Tab: the next or previous pane (tree, detail, filter)."""
+        self._browser.focus_pane(step)
 
     def action_escape(self) -> None:
         """Leave the filter (first press) or clear it (second press)."""
@@ -547,7 +621,8 @@ class MemlensApp(AppWorkers):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_reload(self) -> None:
-        """Re-read everything."""
+        """Re-read everything (a toast confirms once the list is back)."""
+        self._reload_notify = True
         self._invalidate_filter_index()
         self.load_documents(self.filter_text, keep=self.current_doc_id)
         self.load_stats()

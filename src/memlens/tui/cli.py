@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlens.core.service import MemoryService, chunk_file, load_settings
+from memlens.core.service import MemoryService, chunk_file, explain_storage_error, load_settings
 from memlens.core.types import (
     FUSIONS,
     ChunkerConfig,
@@ -29,6 +29,7 @@ from memlens.core.types import (
     FileChange,
     SearchError,
     SourceError,
+    StorageError,
     UsageError,
 )
 
@@ -180,9 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub: Any) -> None:
     """Subcommands implemented in their own modules (watch, bench, tui)."""
-    from memlens.tui import cli_bench, cli_mcp, cli_tui, cli_watch
+    from memlens.tui import cli_bench, cli_mcp, cli_purge, cli_tui, cli_watch
 
-    for mod in (cli_watch, cli_bench, cli_mcp, cli_tui):
+    for mod in (cli_watch, cli_bench, cli_mcp, cli_tui, cli_purge):
         mod.register(sub, _common)
 
 
@@ -201,7 +202,21 @@ def _service(args: argparse.Namespace, **overrides: Any) -> MemoryService:
         settings = load_settings(getattr(args, "config", None), overrides=ov)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    return MemoryService(settings)
+    # Commands that only read (or work on what is stored) never create a database folder.
+    svc = MemoryService(settings, create=getattr(args, "command", None) not in _NEEDS_DB)
+    if getattr(args, "repository", None) and getattr(args, "command", None) in _READS_REPOSITORY:
+        try:  # `--repository tidewater` means the one stored repository it names
+            args.repository = svc.resolve_repository(args.repository)
+        except LookupError as exc:
+            svc.close()
+            raise CliError(str(exc)) from None
+    return svc
+
+
+_NEEDS_DB = frozenset({"search", "docs", "history", "doctor", "project", "rechunk", "purge"})
+"""Commands that work on a stored database: a missing ``--db`` folder is an error for them."""
+_READS_REPOSITORY = frozenset({"search", "docs", "history", "rechunk"})
+"""Commands whose ``--repository`` picks a stored repository (ingest's names a new one)."""
 
 
 def _chunker_config(args: argparse.Namespace, base: dict[str, Any]) -> ChunkerConfig:
@@ -264,6 +279,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     data = out.as_json()
     if args.json:
         _print_json(data)
+        if data.get("stopped"):
+            _err(str(data["stopped"]))
     else:
         print(f"{data['created']} created, {data['updated']} updated, {data['renamed']} renamed, "
               f"{data['deleted']} deleted, {data['unchanged']} unchanged, "
@@ -273,6 +290,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               f"{pj['stale']} stale")
         for f in data["failed"]:
             _err(f"{f['repository']}/{f['path']}: {f['error']}")
+        for w in data.get("warnings", []):
+            _err(f"warning: {w}")
     return EXIT_FAIL if data["failed"] else EXIT_OK
 
 
@@ -550,6 +569,20 @@ COMMANDS = {
 }
 
 
+def _default_to_tui(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``memlens --demo``, ``memlens --db x.db ~/notes``: the ``tui`` flags and paths
+    work without the command (a first word that is neither a command nor an existing
+    path is left to argparse, which names the commands)."""
+    if not argv or argv[0] in ("-h", "--help"):
+        return argv
+    first = argv[0]
+    commands = {name for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+                for name in a.choices}
+    if first.startswith("-") or (first not in commands and Path(first).expanduser().exists()):
+        return ["tui", *argv]
+    return argv
+
+
 _VALUE_OPTIONS = ("--repository",)
 
 
@@ -578,7 +611,8 @@ def _join_dash_values(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
     parser = build_parser()
-    args = parser.parse_args(_join_dash_values(list(sys.argv[1:] if argv is None else argv)))
+    args = parser.parse_args(_join_dash_values(_default_to_tui(
+        parser, list(sys.argv[1:] if argv is None else argv))))
     if args.command is None:
         try:  # `memlens` alone opens the TUI
             args = parser.parse_args(["tui"])
@@ -596,6 +630,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DatabaseError, ConfigError) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    except StorageError as exc:  # disk full, I/O error, damage found mid-way: one line
+        _err(explain_storage_error(exc, getattr(args, "db", None)))
+        return EXIT_FAIL
     except EmbedderUnavailable as exc:
         _err(str(exc))
         return EXIT_USAGE

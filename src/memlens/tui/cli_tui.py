@@ -42,7 +42,7 @@ def register(sub: Any, common: Callable[..., None]) -> None:
 def cmd_tui(args: argparse.Namespace) -> int:
     """Open the UI; returns the exit code."""
     from memlens.core.service import MemoryService, load_settings
-    from memlens.core.types import ConfigError, UsageError
+    from memlens.core.types import ChunkerConfigError, ConfigError, DatabaseError, UsageError
 
     from .cli import EXIT_FAIL, EXIT_OK, CliError
     from .demo import DEMO_NOTE, DemoUnavailable, demo_db_path, prepare_demo
@@ -80,12 +80,24 @@ def cmd_tui(args: argparse.Namespace) -> int:
     elif not roots:
         raise CliError("no memory folders found under " + ", ".join(map(str, paths)), EXIT_FAIL)
     service = MemoryService(settings)
+    # Fail here, on one line, not inside a Textual screen: a file that is not a
+    # database, one written by a newer memlens, chunker settings that cannot work.
+    try:
+        service.chunker_config()
+        service.open()
+    except DatabaseError as exc:
+        service.close()
+        raise CliError(str(exc)) from None
+    except (ChunkerConfigError, ValueError, TypeError) as exc:
+        service.close()
+        raise CliError(f"invalid chunker settings: {exc}") from None
     watch = not args.no_watch and settings.watch.enabled
 
     from .app import MemlensApp
 
     app = MemlensApp(service, watch=watch, roots=roots, scan_paths=scan_paths,
-                     ingest=not args.no_ingest, demo=demo, demo_note=note)
+                     ingest=not args.no_ingest, demo=demo, demo_note=note,
+                     demo_folder=scan_paths[0] if demo and scan_paths else None)
     try:
         app.run()
     finally:

@@ -16,6 +16,7 @@ Command = tuple[str, str, str]
 BROWSER_ACTIONS = frozenset({
     "focus_filter", "search", "toggle_tombstoned", "rechunk", "rechunk_all",
     "retry_projection", "next_chunk", "previous_chunk", "show_tab", "escape", "reload",
+    "focus_pane", "open_best_match",
 })
 """Actions that act on the browser; off while search, a dialog or help is on top."""
 

@@ -25,6 +25,27 @@ from . import jobs
 from .messages import DocumentRowsChanged, DocumentsLoaded, StatsLoaded, WatchStatus
 from .screens.rechunk import RechunkRequest
 
+WORKER_TASKS: dict[str, str] = {
+    "load_documents": "list documents",
+    "prefetch_filter_index": "prepare the document filter",
+    "load_stats": "load statistics",
+    "load_detail": "show the document",
+    "run_startup": "read the memory folders",
+    "run_retry": "retry the projection",
+    "run_rechunk": "rechunk",
+    "run_watcher": "watch the memory folders",
+}
+"""What the user was doing when a worker (named by its method) failed."""
+
+
+def worker_failure(name: str, error: BaseException | None) -> str:
+    """``could not load statistics: disk I/O error`` for a failed worker."""
+    task = WORKER_TASKS.get(name, "finish the last action")
+    detail = str(error).strip() if error is not None else ""
+    if not detail:
+        detail = type(error).__name__ if error is not None else "unknown error"
+    return f"could not {task}: {detail}"
+
 
 class AppWorkers(App[None]):
     """Background reads and writes of the app (its state is set by ``MemlensApp``)."""
@@ -84,7 +105,7 @@ class AppWorkers(App[None]):
     def _build_filter_index(self, svc: MemoryService, show_tomb: bool) -> FilterIndex:
         """Build the fuzzy-filter candidates (in a worker) and keep them if still current."""
         gen = self._filter_gen
-        idx = svc.build_filter_index(include_tombstoned=show_tomb)
+        idx = svc.build_filter_index(include_tombstoned=show_tomb).prepare()
         if gen == self._filter_gen:
             self._filter_index = idx
         return idx

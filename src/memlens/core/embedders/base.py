@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 import re
 from abc import ABC, abstractmethod
@@ -11,13 +10,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported where vectors are made (it costs ~50-170 ms)
+    import numpy as np
+    import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float32]
-"""A float32 numpy array (a matrix of shape ``(n, dim)`` or a vector of shape ``(dim,)``)."""
+    FloatArray = npt.NDArray[np.float32]
+    """A float32 numpy array (a matrix of shape ``(n, dim)`` or a vector of shape ``(dim,)``)."""
 
 METRIC: Final = "cosine"
 EMBEDDER_NAMES: Final[tuple[str, ...]] = (
@@ -162,6 +162,8 @@ def l2_normalize(matrix: npt.ArrayLike) -> FloatArray:
     Returns:
         A new float32 array of the same shape.
     """
+    import numpy as np
+
     arr = np.asarray(matrix, dtype=np.float64)
     if arr.ndim == 1:
         norm = float(np.linalg.norm(arr))
@@ -184,6 +186,8 @@ def _prefix_tag(document_prefix: str, query_prefix: str) -> str:
 
 
 def _dist_version(dist: str) -> str:
+    import importlib.metadata  # ~10 ms; only embedders that report a library version need it
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -396,6 +400,8 @@ class BaseEmbedder(ABC):
         for i, t in enumerate(items):
             if not isinstance(t, str):
                 raise TypeError(f"text #{i} must be str, not {type(t).__name__}")
+        import numpy as np
+
         keep = [i for i, t in enumerate(items) if t.strip()]
         if not keep:
             return np.zeros((len(items), self.dim), dtype=np.float32)

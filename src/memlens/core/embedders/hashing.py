@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 from .base import (
     BaseEmbedder,
@@ -177,6 +178,8 @@ class HashingEmbedder(BaseEmbedder):
 
     def _scatter(self, keys: list[int], tf: list[int], rows: list[int], n: int) -> npt.NDArray[np.float64]:
         """Hash features of ``n`` texts into an ``(n, dim)`` matrix with unit-norm rows."""
+        import numpy as np
+
         out = np.zeros((n, self._dim), dtype=np.float64)
         if not keys:
             return out
@@ -191,6 +194,8 @@ class HashingEmbedder(BaseEmbedder):
         return out
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         if len(texts) > self._SLICE:  # bound the temporary (n, dim) matrices
             return np.vstack([self._embed_slice(part) for part in batched(texts, self._SLICE)])
         return self._embed_slice(texts)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from .base import (
     _EXTRA_MODEL2VEC,
@@ -112,6 +112,8 @@ class Model2VecEmbedder(_LocalModelEmbedder):
         }
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         try:
             with self._lock:  # model2vec mutates tokenizer truncation state per call
                 vectors = self._model.encode(
@@ -188,6 +190,8 @@ class StaticEmbedder(_LocalModelEmbedder):
         return details
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         try:
             parts = [self._model.encode(batch) for batch in batched(texts, self._batch_size)]
         except Exception as exc:

@@ -19,10 +19,11 @@ import threading
 from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 from .base import (
     EmbedderConfigError,
@@ -338,6 +339,8 @@ class OnnxMiniLMEmbedder(_LocalModelEmbedder):
 
     def _run(self, session: Any, seqs: Sequence[list[int]]) -> npt.NDArray[np.float32]:
         """Mean-pooled, L2-normalised vectors of equal-length-padded sequences."""
+        import numpy as np
+
         longest = max(len(s) for s in seqs)
         ids = np.full((len(seqs), longest), self._pad, dtype=np.int64)
         mask = np.zeros((len(seqs), longest), dtype=np.int64)
@@ -355,6 +358,8 @@ class OnnxMiniLMEmbedder(_LocalModelEmbedder):
         return out
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         session = self._get_session()
         try:
             seqs, owners = self._sequences(texts)

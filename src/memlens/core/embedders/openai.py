@@ -16,10 +16,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 from .base import (
     BaseEmbedder,
@@ -299,6 +300,8 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
     # -- embedding
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         prefix = self._query_prefix if query else self._document_prefix
         rows: list[npt.NDArray[np.float64]] = []
         for batch in batched([prefix + t for t in texts], self._batch_size):
@@ -400,6 +403,8 @@ class OpenAICompatibleEmbedder(BaseEmbedder):
         return self._parse(body, len(texts))
 
     def _parse(self, body: bytes, expected: int) -> npt.NDArray[np.float64]:
+        import numpy as np
+
         data = self._data_list(body, expected)
         vectors: list[list[float] | None] = [None] * expected
         for pos, item in enumerate(data):

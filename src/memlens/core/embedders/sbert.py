@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from .base import (
     _EXTRA_ST,
@@ -126,6 +126,8 @@ class SentenceTransformersEmbedder(_LocalModelEmbedder):
         }
 
     def _embed(self, texts: list[str], *, query: bool) -> npt.NDArray[Any]:
+        import numpy as np
+
         prefix = self._query_prefix if query else self._document_prefix
         try:
             with self._lock:

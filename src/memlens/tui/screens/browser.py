@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from ..messages import DetailView, DocumentsLoaded
@@ -31,6 +32,7 @@ from ..widgets.fmt import (
     human_size,
     plural,
     short_hash,
+    tidy_runs,
     timestamp,
 )
 from ..widgets.projection_panel import ProjectionPanel
@@ -63,6 +65,8 @@ class BrowserScreen(Screen[None]):
         Binding("ctrl+r", "app.reload", "Reload", show=False),
         Binding("question_mark", "app.help", "Help"),
         Binding("escape", "app.escape", "Back", show=False),
+        Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
+        Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
     ]
 
     @property
@@ -123,8 +127,43 @@ class BrowserScreen(Screen[None]):
 
     # -- navigation -----------------------------------------------------------
     def show_tab(self, name: str) -> None:
-        """Switch the detail tab."""
-        self.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+        """Switch the detail tab (the focus follows when it was in the old one)."""
+        tabs = self.query_one("#tabs", TabbedContent)
+        focused = self.focused
+        inside = focused is not None and (focused is tabs or tabs in focused.ancestors)
+        tabs.active = f"tab-{name}"
+        if inside:
+            self.call_after_refresh(self.focus_detail)
+
+    def focus_detail(self) -> None:
+        """Focus the pane of the shown tab."""
+        pane = self.panes()[1]
+        if isinstance(pane, ProjectionPanel):
+            pane.focus_retry()
+        else:
+            pane.focus()
+
+    def panes(self) -> list[Widget]:
+        """What Tab cycles through: the tree, the shown tab's pane, the filter."""
+        active = self.query_one("#tabs", TabbedContent).active
+        detail = {"tab-timeline": "#revisions", "tab-projection": "#projection"}.get(
+            active, "#chunks")
+        return [self.doc_tree, self.query_one(detail), self.filter_input]
+
+    def focus_pane(self, step: int) -> None:
+        """Focus the next (``step`` 1) or previous (-1) pane; its border lights up."""
+        panes = self.panes()
+        focused = self.focused
+        index = next((i for i, p in enumerate(panes)
+                      if focused is not None and (focused is p or p in focused.ancestors)), None)
+        if index is None:
+            target = panes[0] if step > 0 else panes[-1]
+        else:
+            target = panes[(index + step) % len(panes)]
+        if target is panes[1]:
+            self.focus_detail()
+        else:
+            target.focus()
 
     def step_chunk(self, forward: bool) -> None:
         """Select the next (or previous) chunk, on the chunks tab."""
@@ -163,7 +202,7 @@ class BrowserScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
-        self.doc_tree.focus()
+        self.memlens.action_open_best_match()
 
     # -- the document list -------------------------------------------------------
     def show_documents(self, message: DocumentsLoaded, keep: int | None) -> None:
@@ -174,10 +213,11 @@ class BrowserScreen(Screen[None]):
         n = len(message.docs)
         repos = len({d.repository for d in message.docs})
         tomb = " incl. deleted" if message.show_tombstoned else ""
+        where = f"{repos} repositor{'y' if repos == 1 else 'ies'}{tomb}"
         if message.filter_text.strip():
-            info.update(f"{n} match{'es' if n != 1 else ''} in {repos} repositories{tomb}")
+            info.update(f"{n} match{'es' if n != 1 else ''} in {where}")
         else:
-            info.update(f"{n:,} documents in {repos} repositories{tomb}")
+            info.update(f"{n:,} documents in {where}")
 
     # -- the detail -----------------------------------------------------------------
     def display_status(self, d: DetailView | None) -> str:
@@ -215,7 +255,7 @@ class BrowserScreen(Screen[None]):
                           "history is in the timeline", "$text-muted"))
         elif fm.get("description"):
             parts.append(("\n" + str(fm["description"])[:200], "$text-muted italic"))
-        title.update(Content.assemble(*parts))
+        title.update(Content.assemble(*tidy_runs(parts)))
 
     def render_warnings(self, d: DetailView | None) -> None:
         """The index warnings box (hidden when there are none)."""
@@ -229,7 +269,7 @@ class BrowserScreen(Screen[None]):
             where = f"line {w.line}: " if w.line else ""
             parts += ["\n" if i else "", (f"{WARNING_GLYPH} {w.kind.replace('_', ' ')}",
                                           "bold $text-warning"), f"  {where}{w.message}"]
-        box.update(Content.assemble(*parts))
+        box.update(Content.assemble(*tidy_runs(parts)))
         box.add_class("-shown")
 
     def render_projection(self, d: DetailView | None) -> None:
@@ -278,7 +318,7 @@ class BrowserScreen(Screen[None]):
         node_txt = f"node {node}" if node is not None else "node – (not projected)"
         head = heading_label(c.heading_path, max(20, info.size.width - 48),
                              start_char=c.start_char)
-        info.update(Content.assemble(
+        info.update(Content.assemble(*tidy_runs([
             (f"#{c.ordinal}", "bold"), f"/{len(d.chunks)}  ",
             (f"{c.tokens}/{d.max_tokens} tok", "$text-error" if c.tokens > d.max_tokens else ""),
             f" · overlap {c.overlap_chars} chars · ", (head, "italic"),
@@ -286,7 +326,7 @@ class BrowserScreen(Screen[None]):
             ("chars ", "$text-muted"), f"{c.start_char}–{c.end_char}",
             ("  bytes ", "$text-muted"), f"{c.start_byte}–{c.end_byte}",
             ("  hash ", "$text-muted"), short_hash(c.hash, 16),
-            "  ", (node_txt, "$text-muted" if node is None else "")))
+            "  ", (node_txt, "$text-muted" if node is None else "")])))
 
 
 def _chunk_index(d: DetailView, ordinal: int | None) -> int | None:

@@ -14,9 +14,12 @@ from textual.widgets import Static
 from ..widgets.fmt import STATUS_GLYPHS, STATUS_STYLES, WARNING_GLYPH
 
 KEYS: list[tuple[str, str]] = [
-    ("/", "filter documents (fuzzy: repository, path, headings, name); esc returns to the tree"),
+    ("/", "filter documents: file name, path, heading, name; `tidewater` picks a repository"),
+    ("  enter  esc", "in the filter: open the best match / return to the tree"),
     ("s", "live search (hybrid; ctrl+t cycles hybrid/lexical/vector; enter opens the hit)"),
     ("↑ ↓ → ← enter", "move in the tree, expand/collapse, open a folder's next page"),
+    ("j k  g G", "down / up, first / last (tree rows; chunks in the chunk view)"),
+    ("tab shift+tab", "next / previous pane: tree, the shown tab, filter"),
     ("1 2 3", "chunks / timeline / projection tab"),
     ("n p  ] [", "next / previous chunk"),
     ("c", "rechunk the selected document (or all) with a preview"),

@@ -201,6 +201,10 @@ class ChunkView(ScrollView, can_focus=True):
         Binding("end", "scroll_end", show=False),
         Binding("n", "next_match", "Next match", show=False),
         Binding("N", "previous_match", "Previous match", show=False),
+        Binding("j", "chunk_step(1)", "Next chunk", show=False),
+        Binding("k", "chunk_step(-1)", "Previous chunk", show=False),
+        Binding("g", "chunk_edge(False)", "First chunk", show=False),
+        Binding("G", "chunk_edge(True)", "Last chunk", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -366,6 +370,15 @@ class ChunkView(ScrollView, can_focus=True):
     def match_count(self) -> int:
         """Highlighted occurrences of the searched words (lines holding one)."""
         return len(self.match_lines)
+
+    def action_chunk_step(self, delta: int) -> None:
+        """Select the next (``j``) or previous (``k``) chunk."""
+        (self.select_next if delta > 0 else self.select_previous)()
+
+    def action_chunk_edge(self, last: bool) -> None:
+        """Select the first (``g``) or last (``G``) chunk."""
+        if self.chunks:
+            self.select(len(self.chunks) - 1 if last else 0)
 
     def select_next(self) -> None:
         """Select the next chunk."""

@@ -27,6 +27,9 @@ from .fmt import WARNING_GLYPH, glyph, human_size
 PAGE = 250
 """Children added per expansion step (the rest sit behind a "more" row)."""
 
+NARROW = 44
+"""Below this width the document rows leave out the size (the title shows it)."""
+
 _TOGGLE = Style.from_meta({"toggle": True})
 
 _STATUS_CLASSES = ("ready", "pending", "processing", "failed", "stale", "tombstoned")
@@ -96,6 +99,10 @@ class DocumentTree(Tree[Any]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("right", "expand_cursor", "Expand", show=False),
         Binding("left", "collapse_cursor", "Collapse", show=False),
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_home", "First row", show=False),
+        Binding("G", "scroll_end", "Last row", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -410,14 +417,28 @@ class DocumentTree(Tree[Any]):
         meta = f" {d.chunk_count:>3}ch {human_size(d.size):>8}"
         tail = f" {WARNING_GLYPH}" if warn else "  "
         room = avail - 2 - len(meta) - len(tail)
+        if self.size.width < NARROW:  # a narrow sidebar: the names matter more than sizes
+            meta = f" {d.chunk_count:>3}ch"
+            room = avail - 2 - len(meta) - len(tail)
         if len(name) > room:
             name = name[: max(1, room - 1)] + "…"
+        # No run starts with blanks (some SVG renderers drop them: "scratch.md0ch"):
+        # the padding, and the blanks that right-align the counts, end the name's run.
+        body = meta.lstrip(" ")
+        pad = " " * (max(0, room - len(name)) + len(meta) - len(body))
         text = Text()
         text.append(f"{glyph(status)} ", style=self._style(status))
-        text.append(name, style=self._style("tombstoned") if d.tombstoned else Style())
-        text.append(" " * max(0, room - len(name)))
-        text.append(meta, style=self._style("meta"))
-        text.append(tail, style=self._style("warning") if warn else Style())
+        if d.tombstoned:  # struck name; the padding is its own (unstruck, italic) run
+            text.append(name, style=self._style("tombstoned"))
+            text.append(pad, style=Style(italic=True))
+        else:
+            text.append(name + pad)
+        text.append(body, style=self._style("meta"))
+        if warn:
+            text.append(" ", style=self._style("meta"))
+            text.append(WARNING_GLYPH, style=self._style("warning"))
+        else:
+            text.append(tail, style=self._style("meta"))
         return text
 
     def _group_counts(self, data: RepoData | DirData) -> tuple[dict[str, int], bool]:
@@ -450,10 +471,14 @@ class DocumentTree(Tree[Any]):
             name = "…" + name[-max(1, room - 1):]
         text = Text()
         text.append(icon, style=_TOGGLE)
-        text.append(name, style=self._style("repo") if isinstance(data, RepoData) else Style())
-        text.append(" " * max(0, room - len(name)))
+        # Blanks end the run before them (see _doc_label), never start one.
+        text.append(name + " " * max(0, room - len(name)) + " ",
+                    style=self._style("repo") if isinstance(data, RepoData) else Style())
         for s, n in bad:
-            text.append(f" {glyph(s)}{n}", style=self._style(s))
-        text.append(meta, style=self._style("meta"))
-        text.append(tail, style=self._style("warning") if warn else Style())
+            text.append(f"{glyph(s)}{n} ", style=self._style(s))
+        body = meta.lstrip(" ")
+        text.append(" " * (len(meta) - len(body) - 1), style=Style(italic=True))
+        text.append(body + (" " if warn else "  "), style=self._style("meta"))
+        if warn:
+            text.append(WARNING_GLYPH, style=self._style("warning"))
         return text

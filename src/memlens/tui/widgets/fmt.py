@@ -10,6 +10,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
+
+from textual.content import Content
+from textual.style import Style
 
 STATUS_GLYPHS: dict[str, str] = {
     "ready": "✓",
@@ -134,3 +138,65 @@ def heading_label(path: Sequence[str], room: int, *, start_char: int = 0) -> str
     if len(last) <= room:
         return last
     return "…" + last[len(last) - max(1, room - 1):]
+
+
+def shorten_middle(text: str, room: int) -> str:
+    """``text`` in at most ``room`` cells, cut from the middle: ``~/…/demo/projects``.
+
+    A path loses whole folders after its first part; otherwise (or when even the
+    last folder is too long) the end, the most specific part, keeps two thirds.
+    """
+    if len(text) <= room:
+        return text
+    if room <= 1:
+        return "…"[:room]
+    parts = text.split("/")
+    if len(parts) > 2:  # a path: drop whole folders from the middle first
+        for keep_tail in range(len(parts) - 2, 0, -1):
+            short = "/".join([parts[0], "…", *parts[len(parts) - keep_tail:]])
+            if len(short) <= room:
+                return short
+    keep = room - 1
+    head = keep // 3
+    return text[:head] + "…" + text[len(text) - (keep - head):]
+
+
+_NO_PADDING_STYLES = ("reverse", "strike", "underline")
+
+Part = str | Content | tuple[str, str | Style]
+"""One argument of ``Content.assemble``."""
+
+
+def tidy_runs(parts: Sequence[Any]) -> list[Part]:
+    """``Content.assemble`` parts whose styled runs never *start* with blanks.
+
+    A run that starts with blanks loses them in some SVG renderers (``rsvg``
+    draws the text at the run's position without its leading blanks), so a
+    screenshot shows ``3069–3314bytes``. The blanks that start a part move to the
+    end of the part before it (where a lost blank changes nothing, since every
+    run is placed on its own), or form their own (italic, so distinct) run after a
+    reversed/struck/underlined one, which must not grow. ``Content`` parts are
+    left as they are.
+    """
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, Content) or not isinstance(part, str | tuple):
+            out.append(part)
+            continue
+        text, style = part if isinstance(part, tuple) else (part, None)
+        if text.startswith(" ") and out:
+            body = text.lstrip(" ")
+            lead = text[: len(text) - len(body)]
+            prev = out[-1]
+            if isinstance(prev, tuple) and not any(s in str(prev[1])
+                                                   for s in _NO_PADDING_STYLES):
+                out[-1] = (prev[0] + lead, prev[1])
+            elif isinstance(prev, str):
+                out[-1] = prev + lead
+            else:  # its own run: italic blanks look like any blanks
+                out.append((lead, "italic"))
+            text = body
+            if not text:
+                continue
+        out.append((text, style) if style is not None else text)
+    return out

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static
 
-from .fmt import STATUS_STYLES, glyph, relative, timestamp
+from .fmt import STATUS_STYLES, glyph, relative, tidy_runs, timestamp
 
 MEANING = {
     "ready": "the current revision is searchable",
@@ -39,7 +39,8 @@ def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: 
         return f"#{n} (id {rid})" if n is not None else f"id {rid}"
 
     def row(label: str, value: str | Content, style: str = "") -> list[Any]:
-        return [(f"{label:<16}", "bold $text-muted"), (value, style) if style else value, "\n"]
+        # The widest label ("current revision") still gets a blank after it.
+        return [(f"{label:<17}", "bold $text-muted"), (value, style) if style else value, "\n"]
 
     parts: list[Any] = []
     parts += row("status", f"{glyph(status)} {status}", STATUS_STYLES.get(status, "") + " bold")
@@ -64,7 +65,7 @@ def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: 
     else:
         when = f"{timestamp(nxt)} ({relative(nxt, now)}; back-off after {p['attempts']} failures)"
     parts += row("next retry", when)
-    return Content.assemble(*parts)
+    return Content.assemble(*tidy_runs(parts))
 
 
 class ProjectionPanel(VerticalScroll):
@@ -85,6 +86,14 @@ class ProjectionPanel(VerticalScroll):
         with Horizontal(id="projection-actions"):
             yield Button("Retry projection now (r)", id="retry", variant="primary",
                          action="app.retry_projection")
+
+    def focus_retry(self) -> None:
+        """Focus the retry button, or the panel itself when retrying is off."""
+        button = self.query_one("#retry", Button)
+        if button.disabled:
+            self.focus()
+        else:
+            button.focus()
 
     def show(self, doc: dict[str, Any] | None, history: list[dict[str, Any]], now: float,
              status: str) -> None:

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from .fmt import glyph
+from .fmt import glyph, tidy_runs
 
 
 class StatusBar(Static):
@@ -72,4 +72,4 @@ class StatusBar(Static):
             parts.append((f" · {self.watch_last}", "$text-muted"))
         if self.job:
             parts += ["  ", (f"⟳ {self.job}", "$text-accent bold")]
-        return Content.assemble(*parts)
+        return Content.assemble(*tidy_runs(parts))

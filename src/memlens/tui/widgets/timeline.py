@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from .fmt import chunker_label, plural, short_hash, timestamp
+from .fmt import chunker_label, plural, short_hash, tidy_runs, timestamp
 
 HUNK_STYLE = "#17a2b8"
 """``@@`` hunk headers: a mid cyan readable on dark and light backgrounds."""
@@ -115,7 +115,7 @@ class TimelineView(Vertical):
         kind = r["change_kind"]
         status = r["embedder_status"]
         mark = {"ready": "✓", "failed": "✗", "pending": "…"}.get(status or "", " ")
-        return Content.assemble(
+        return Content.assemble(*tidy_runs([
             ("●" if r["id"] == self.current_id else " ", "$text-primary bold"),
             ("◆" if r["id"] == self.active_id else " ", "$text-success bold"),
             (f" #{r['number']:<3} ", "bold"),
@@ -125,7 +125,7 @@ class TimelineView(Vertical):
             f"  {chunker_label(r['chunker']['config']):<15} ",
             (short_embedder(r["embedder"]), "$text-muted"),
             (f" {mark}", {"✓": "$text-success", "✗": "$text-error"}.get(mark, "$text-muted")),
-        )
+        ]))
 
     @on(OptionList.OptionHighlighted, "#revisions")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -166,7 +166,7 @@ class TimelineView(Vertical):
             # which is shown there; only the current revision's own note belongs here.
             if r["summary"] and r["id"] == self.current_id:
                 lines.append(f"summary: {r['summary']}\n")
-            detail = Content.assemble(*lines)
+            detail = Content.assemble(*tidy_runs(lines))
         else:
             lines.append((f"change from #{prev['number']}: ", "bold"))
             lines.append(f"{prev['summary'] or '-'}\n")
@@ -177,5 +177,5 @@ class TimelineView(Vertical):
                 lines.append(("the file was deleted; no diff is stored (it was empty, or "
                               "retention pruned that history)\n" if r["change_kind"] == "delete"
                               else "no content change (same text)\n", "$text-muted"))
-            detail = Content.assemble(*lines) + diff_content(diff)
+            detail = Content.assemble(*tidy_runs(lines)) + diff_content(diff)
         self.query_one("#revision-text", Static).update(detail)

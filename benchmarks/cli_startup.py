@@ -1,0 +1,123 @@
+"""Whole-process cost of short CLI commands, against the floor ``python -c "import apsw"``.
+
+Builds a small memory folder and database (``memlens ingest``, hashing embedder, own
+install key and config), then runs, interleaved, ``--runs`` times each:
+
+* the floor ``python -c "import apsw"``;
+* ``memlens search --mode lexical busy_timeout --db X``;
+* ``memlens docs --db X``;
+
+once with ``PYTHONDONTWRITEBYTECODE`` unset and once with it set to 1. Each child's
+user+sys CPU comes from ``os.wait4``; wall is measured around it. Two warm-up rounds
+come first (they write ``__pycache__`` where allowed). Prints medians as Markdown.
+
+``--tree LABEL=SRC`` runs the commands with ``PYTHONPATH=SRC`` as well (e.g. a
+``git archive`` export of an older commit), to compare before/after in one run.
+``--tree LABEL=SRC:pdwb1`` runs that tree only with PYTHONDONTWRITEBYTECODE=1 (a tree
+with no ``__pycache__`` then measures compiling every module on every start). The
+database is built by the first ``--tree`` (trees must share its schema version);
+``--no-current`` leaves out the installed tree (whose schema may be newer).
+
+Usage: ``uv run python benchmarks/cli_startup.py [--runs 10] [--tree before=/tmp/old/src]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUERY = "busy_timeout"
+
+
+def _memlens() -> list[str]:
+    script = Path(sys.executable).with_name("memlens")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.tui.cli"]
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(user+sys CPU seconds, wall seconds) of one child process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read() if p.stderr else b""
+    if p.stderr:
+        p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {err.decode(errors='replace')[-800:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--tree", action="append", default=[], metavar="LABEL=SRC")
+    ap.add_argument("--no-current", action="store_true", help="only the --tree trees")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="memlens-startup-"))
+    mem = work / "memory"
+    mem.mkdir()
+    (mem / "MEMORY.md").write_text("# Memory\n\n- [note1](note1.md)\n", encoding="utf-8")
+    for i in range(1, 6):
+        (mem / f"note{i}.md").write_text(
+            f"# Note {i}\n\nThe busy_timeout pragma is set to 5000 ms. Topic {i} about sqlite"
+            f" WAL mode and retries.\n\n## Details\n\nMore text about chunking and search {i}.\n",
+            encoding="utf-8",
+        )
+    db = str(work / "bench.db")
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    base.update(MEMLENS_EMBEDDER="hashing", MEMLENS_INSTALL_KEY_FILE=str(work / "install.key"),
+                MEMLENS_CONFIG=str(work / "config.toml"), HF_HUB_OFFLINE="1")
+    trees: list[tuple[str, str | None, bool]] = [] if args.no_current else [("current", None, False)]
+    for spec in args.tree:
+        label, _, src = spec.partition("=")
+        only_pdwb = src.endswith(":pdwb1")
+        trees.append((label, src.removesuffix(":pdwb1"), only_pdwb))
+    first = args.tree[0].partition("=")[2].removesuffix(":pdwb1") if args.tree else None
+    _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", db],
+         dict(base, PYTHONPATH=first) if first else base)
+
+    variants: list[tuple[str, str, dict[str, str], list[str]]] = []
+    for pdwb in ("unset", "1"):
+        env = dict(base)
+        if pdwb == "1":
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        variants.append(("floor `python -c 'import apsw'`", pdwb, env, [sys.executable, "-c", "import apsw"]))
+        for label, src, only_pdwb in trees:
+            if only_pdwb and pdwb != "1":
+                continue
+            tenv = dict(env, PYTHONPATH=src) if src else env
+            variants.append((f"{label}: `memlens search --mode lexical {QUERY} --db X`", pdwb, tenv,
+                             [*_memlens(), "search", "--mode", "lexical", QUERY, "--db", db]))
+            variants.append((f"{label}: `memlens docs --db X`", pdwb, tenv,
+                             [*_memlens(), "docs", "--db", db]))
+
+    for _ in range(2):
+        for _, _, env, cmd in variants:
+            _run(cmd, env)
+    cpu: list[list[float]] = [[] for _ in variants]
+    wall: list[list[float]] = [[] for _ in variants]
+    for _ in range(args.runs):
+        for i, (_, _, env, cmd) in enumerate(variants):
+            c, w = _run(cmd, env)
+            cpu[i].append(c)
+            wall[i].append(w)
+
+    print(f"Medians of {args.runs} interleaved runs.\n")
+    print("| command | PYTHONDONTWRITEBYTECODE | CPU user+sys (ms) | wall (ms) |")
+    print("|---|---|---:|---:|")
+    for i, (name, pdwb, _, _) in enumerate(variants):
+        print(f"| {name} | {pdwb} | {statistics.median(cpu[i]) * 1000:.0f} |"
+              f" {statistics.median(wall[i]) * 1000:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

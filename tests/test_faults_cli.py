@@ -1,0 +1,317 @@
+"""Faults through the real CLI: a damaged file, a full disk, read-only files and folders,
+a missing folder, a non-UTF-8 query and a runaway folder tree.
+
+Each case checks the exit code (0 ok, 1 something failed, 2 usage/configuration), that
+stderr is one line a person can act on (never a traceback), and that nothing stored is
+lost or changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, REPO, run_cli
+
+ENV = {"MEMLENS_EMBEDDER": "hashing"}
+DROP = "-dac_override,-dac_read_search,-fowner"
+
+
+def _one_line(p: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a run (asserts there is exactly one, and no traceback)."""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert lines[0].startswith("memlens: "), lines[0]
+    return lines[0]
+
+
+def _quiet(p: subprocess.CompletedProcess[str]) -> None:
+    assert p.stderr == "", p.stderr
+
+
+@pytest.fixture
+def corpus_db(tmp_path: Path) -> Path:
+    """A database with the sample corpus ingested and projected."""
+    db = tmp_path / "store" / "m.db"
+    p = run_cli("ingest", str(CORPUS), "--db", str(db), env=ENV)
+    assert p.returncode == 0, p.stderr
+    return db
+
+
+def _doc_paths(db: Path, *prefix: str) -> list[str]:
+    p = run_cli(*prefix, "docs", "--db", str(db), "--json", env=ENV) if prefix else \
+        run_cli("docs", "--db", str(db), "--json", env=ENV)
+    assert p.returncode == 0, p.stderr
+    return sorted(f"{d['repository']}/{d['path']}" for d in json.loads(p.stdout)["documents"])
+
+
+# -- permissions ---------------------------------------------------------------------
+
+
+def test_new_database_and_folders_are_private(tmp_path: Path) -> None:
+    """A database memlens creates is 0600 in 0700 folders, whatever the umask; its -wal
+    and -shm files get the database file's mode."""
+    from memlens.core import db as dbm
+
+    old = os.umask(0)
+    try:
+        db = tmp_path / "new" / "deeper" / "m.db"
+        conn = dbm.connect(db)
+        conn.execute("INSERT INTO meta(key, value) VALUES ('probe', 'x')")
+        for f in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+        for d in (tmp_path / "new", tmp_path / "new" / "deeper"):
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+        conn.close()
+    finally:
+        os.umask(old)
+    # through the CLI as well, and an existing file keeps the mode its owner chose
+    cli_db = tmp_path / "cli" / "m.db"
+    p = run_cli("ingest", str(CORPUS), "--db", str(cli_db), env=ENV)
+    assert p.returncode == 0, p.stderr
+    assert stat.S_IMODE(cli_db.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cli_db.parent.stat().st_mode) == 0o700
+    cli_db.chmod(0o640)
+    assert run_cli("ingest", str(CORPUS), "--db", str(cli_db), env=ENV).returncode == 0
+    assert stat.S_IMODE(cli_db.stat().st_mode) == 0o640
+
+
+# -- a damaged database ----------------------------------------------------------------
+
+
+def test_garbage_file_doctor_explains_and_others_refuse(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    junk = b"this is not a database\n" + os.urandom(20_000)
+    db.write_bytes(junk)
+    d = run_cli("doctor", "--db", str(db), env=ENV)
+    assert d.returncode == 1, d.stderr
+    _quiet(d)
+    assert "PROBLEM [sqlite_integrity]" in d.stdout
+    assert f"memlens ingest --db {db}" in d.stdout and "mv " in d.stdout
+    dj = run_cli("doctor", "--db", str(db), "--json", env=ENV)
+    assert dj.returncode == 1 and not json.loads(dj.stdout)["ok"]
+    for args in (["docs"], ["search", "--mode", "lexical", "redis"], ["history", "MEMORY.md"],
+                 ["ingest", str(CORPUS)], ["project"], ["purge"], ["rechunk", "--all"]):
+        p = run_cli(*args, "--db", str(db), env=ENV)
+        assert p.returncode == 2, (args, p.stderr)
+        line = _one_line(p)
+        assert "not a usable SQLite database" in line and "memlens doctor" in line, line
+    assert db.read_bytes() == junk  # nothing was written to it
+    assert not Path(f"{db}-wal").exists()
+
+
+@pytest.mark.parametrize("where", ["schema", "documents"])
+def test_damaged_pages_doctor_explains_and_others_refuse(corpus_db: Path, where: str) -> None:
+    """A real database with overwritten pages: the schema page (found when opening, exit 2)
+    or the document table's pages (found mid-way, exit 1)."""
+    import apsw
+
+    c = apsw.Connection(str(corpus_db))
+    size = int(c.execute("PRAGMA page_size").fetchone()[0])
+    pages = [int(r[0]) for r in c.execute(
+        "SELECT pageno FROM dbstat WHERE name='memory_documents' AND pagetype='leaf'")]
+    c.close()
+    data = bytearray(corpus_db.read_bytes())
+    if where == "schema":
+        data[100:size] = os.urandom(size - 100)
+    else:
+        for pg in pages[:3]:
+            data[(pg - 1) * size:pg * size] = os.urandom(size)
+    corpus_db.write_bytes(bytes(data))
+    d = run_cli("doctor", "--db", str(corpus_db), env=ENV)
+    assert d.returncode == 1 and "Traceback" not in d.stderr, d.stderr
+    assert "PROBLEM [sqlite_integrity]" in d.stdout
+    assert f"memlens ingest --db {corpus_db}" in d.stdout
+    code, words = (2, "not a usable SQLite database") if where == "schema" else (1, "damaged")
+    for args in (["docs"], ["search", "--mode", "lexical", "redis"], ["ingest", str(CORPUS)]):
+        p = run_cli(*args, "--db", str(corpus_db), env=ENV)
+        assert p.returncode == code, (args, p.stderr)
+        line = _one_line(p)
+        assert words in line and "memlens doctor" in line, line
+    assert corpus_db.read_bytes() == bytes(data)
+
+
+# -- a full disk -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs (root only; skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _big_corpus(base: Path, files: int = 40, size: int = 100_000) -> Path:
+    mem = base / "bigproj" / "memory"
+    mem.mkdir(parents=True)
+    for i in range(files):
+        words = " ".join(uuid.uuid4().hex[: 4 + j % 9] for j in range(size // 9))
+        (mem / f"note{i:03}.md").write_text(f"# Note {i}\n\n{words}\n", encoding="utf-8")
+    return mem
+
+
+def test_disk_full_stops_ingest_cleanly(tmp_path: Path, small_disk: Path) -> None:
+    mem = _big_corpus(tmp_path / "src")
+    db = small_disk / "m.db"
+    p = run_cli("ingest", str(mem), "--db", str(db), env=ENV)
+    assert p.returncode == 1, p.stderr
+    line = _one_line(p)
+    assert "disk full" in line and "free space" in line, line
+    created = int(p.stdout.split(" created")[0])
+    assert 0 < created < 40, p.stdout
+    # the same with --json: the reason in the JSON, and once on stderr
+    pj = run_cli("ingest", str(mem), "--db", str(db), "--json", env=ENV)
+    assert pj.returncode == 1, pj.stderr
+    data = json.loads(pj.stdout)
+    assert data["stopped"] and "disk full" in data["stopped"]
+    assert len(data["failed"]) == 1 and data["created"] == 0
+    assert "disk full" in _one_line(pj)
+    # the database still opens, is consistent, and holds what was stored
+    d = run_cli("doctor", "--db", str(db), env=ENV)
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert len(_doc_paths(db)) == created
+    # with room again, the rest goes in
+    big = tmp_path / "big.db"
+    shutil.copy(db, big)
+    for suffix in ("-wal", "-shm"):
+        if Path(f"{db}{suffix}").exists():
+            shutil.copy(f"{db}{suffix}", f"{big}{suffix}")
+    done = run_cli("ingest", str(mem), "--db", str(big), "--json", env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert len(_doc_paths(big)) == 40
+
+
+# -- read-only database or folder ------------------------------------------------------
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix that makes root obey file permissions (skip if impossible)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not available to drop root's file-permission override")
+    probe = subprocess.run(["setpriv", f"--bounding-set={DROP}", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("setpriv cannot drop capabilities here")
+    return ["setpriv", f"--bounding-set={DROP}"]
+
+
+def _run_limited(*args: str) -> subprocess.CompletedProcess[str]:
+    e = dict(os.environ)
+    e.update(ENV)
+    return subprocess.run([*_unprivileged(), sys.executable, "-m", "memlens.tui.cli", *args],
+                          capture_output=True, text=True, env=e, cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_read_only_database_reads_work_writes_refuse(corpus_db: Path, what: str) -> None:
+    _unprivileged()  # skip early when impossible
+    folder = corpus_db.parent
+    before = _doc_paths(corpus_db)
+    snapshot = corpus_db.read_bytes()
+    assert not Path(f"{corpus_db}-wal").exists()
+    corpus_db.chmod(0o444)
+    if what == "folder":
+        folder.chmod(0o555)
+    try:
+        db = str(corpus_db)
+        docs = _run_limited("docs", "--db", db, "--json")
+        assert docs.returncode == 0, docs.stderr
+        _quiet(docs)
+        assert sorted(f"{d['repository']}/{d['path']}"
+                      for d in json.loads(docs.stdout)["documents"]) == before
+        s = _run_limited("search", "--mode", "lexical", "redis", "--db", db, "--json")
+        assert s.returncode == 0, s.stderr
+        assert json.loads(s.stdout)["hits"]
+        h = _run_limited("history", "MEMORY.md", "--repository",
+                         "-home-dev-projects-tidewater-api", "--db", db)
+        assert h.returncode == 0, h.stderr
+        for args in (["ingest", str(CORPUS)], ["project", "--force"], ["purge"],
+                     ["rechunk", "--all", "--max-tokens", "100"]):
+            p = _run_limited(*args, "--db", db)
+            assert p.returncode == 2, (args, p.stdout, p.stderr)
+            assert "read-only" in _one_line(p), p.stderr
+    finally:
+        folder.chmod(0o700)
+        corpus_db.chmod(0o600)
+    # not a byte changed, the journal mode is still WAL (header bytes 18-19), and no
+    # read-only -wal/-shm files were left behind to block the owner's next write
+    assert corpus_db.read_bytes() == snapshot and snapshot[18:20] == b"\x02\x02"
+    assert not Path(f"{corpus_db}-wal").exists() and not Path(f"{corpus_db}-shm").exists()
+    assert _doc_paths(corpus_db) == before
+
+
+# -- a --db in a folder that does not exist --------------------------------------------
+
+
+def test_read_command_on_a_missing_folder_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "no" / "such" / "m.db"
+    for args in (["docs"], ["search", "--mode", "lexical", "x"], ["history", "MEMORY.md"],
+                 ["doctor"], ["project"]):
+        p = run_cli(*args, "--db", str(db), env=ENV)
+        assert p.returncode == 2, (args, p.stderr)
+        line = _one_line(p)
+        assert "does not exist" in line and str(db.parent) in line, line
+    assert not (tmp_path / "no").exists()
+    # ingest creates it (privately)
+    assert run_cli("ingest", str(CORPUS), "--db", str(db), env=ENV).returncode == 0
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+
+
+# -- a query that is not UTF-8 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid", "vector"])
+def test_non_utf8_query(corpus_db: Path, mode: str) -> None:
+    """``memlens search $'\\xff'``: argv bytes that are not UTF-8 reach Python as lone
+    surrogates; the search runs on what can be read, and never crashes."""
+    for q in ("\udcff", "redis \udcff\udcfe cache"):
+        p = run_cli("search", q, "--mode", mode, "--db", str(corpus_db), "--json", env=ENV)
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr
+        json.loads(p.stdout)
+    t = run_cli("search", "\udcff", "--mode", mode, "--db", str(corpus_db), env=ENV)
+    assert t.returncode == 0 and "Traceback" not in t.stderr, t.stderr
+
+
+# -- a runaway folder tree -------------------------------------------------------------------
+
+
+def test_deep_folder_tree_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    mem = tmp_path / "deepproj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "top.md").write_text("# Top\n\nzebraprobe top\n")
+    d = mem
+    for i in range(300):
+        d = d / "d"
+        d.mkdir()
+        if i == 4:
+            (d / "level5.md").write_text("# Five\n\nzebraprobe five\n")
+    (d / "bottom.md").write_text("# Bottom\n\nzebraprobe bottom\n")
+    db = tmp_path / "m.db"
+    p = run_cli("ingest", str(mem), "--db", str(db), env=ENV)
+    assert p.returncode == 0, p.stderr
+    line = _one_line(p)
+    assert line.startswith("memlens: warning:") and "levels deep" in line, line
+    assert _doc_paths(db) == ["deepproj/d/d/d/d/d/level5.md", "deepproj/top.md"]
+    pj = run_cli("ingest", str(mem), "--db", str(db), "--json", env=ENV)
+    assert pj.returncode == 0 and len(json.loads(pj.stdout)["warnings"]) == 1

@@ -1,0 +1,115 @@
+"""Lazy imports: a command imports only what it uses.
+
+The real CLI runs in a fresh interpreter against a database built by ``memlens
+ingest``; after the command, the wrapper writes ``sorted(sys.modules)`` to a file.
+Commands that need no vectors and no Markdown parsing must not import numpy (which
+``import sqlite_vec`` alone would pull in), markdown-it, onnxruntime or tokenizers.
+No timing is asserted here; see ``docs/benchmarks.md`` for the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+ENV = {"MEMLENS_EMBEDDER": "hashing"}
+HEAVY = ("numpy", "markdown_it", "onnxruntime", "tokenizers", "sqlite_vec")
+
+_WRAPPER = (
+    "import json, sys\n"
+    "from memlens.tui.cli import main\n"
+    "out, args = sys.argv[1], sys.argv[2:]\n"
+    "try:\n"
+    "    code = main(args)\n"
+    "except SystemExit as exc:\n"
+    "    code = exc.code\n"
+    "with open(out, 'w', encoding='utf-8') as f:\n"
+    "    json.dump({'code': code, 'modules': sorted(sys.modules)}, f)\n"
+)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    base = tmp_path / "imports"
+    mem = base / "memory"
+    mem.mkdir(parents=True)
+    (mem / "MEMORY.md").write_text("# Memory\n\n- [notes](notes.md)\n", encoding="utf-8")
+    (mem / "notes.md").write_text(
+        "# Notes\n\nThe busy_timeout pragma is 15000 ms.\n\n## WAL\n\nCheckpoints run on close.\n",
+        encoding="utf-8",
+    )
+    path = str(base / "memlens.db")
+    proc = run_cli("ingest", str(mem), "--repository", "demo", "--db", path, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def _modules(tmp_path: Path, *args: str) -> set[str]:
+    """Run ``memlens ARGS`` in a fresh interpreter; the modules it had imported at the end."""
+    out = tmp_path / "modules.json"
+    env = {**os.environ, **ENV}
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, str(out), *args],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["code"] in (0, None), (data["code"], proc.stdout, proc.stderr)
+    return set(data["modules"])
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "--mode", "lexical", "busy_timeout"),
+        ("search", "--mode", "lexical", "busy_timeout", "--json"),
+        ("docs",),
+        ("history", "notes.md", "--repository", "demo"),
+    ],
+    ids=lambda a: "-".join(x for x in a if not x.startswith("busy")),
+)
+def test_light_commands_skip_heavy_imports(db: str, tmp_path: Path, args: tuple[str, ...]) -> None:
+    mods = _modules(tmp_path, *args, "--db", db)
+    assert "memlens.core.service" in mods  # the command really ran through the core
+    assert _heavy(mods) == []
+
+
+def test_config_skips_heavy_imports(tmp_path: Path) -> None:
+    assert _heavy(_modules(tmp_path, "config")) == []
+
+
+def test_vector_search_still_imports_numpy(db: str, tmp_path: Path) -> None:
+    """Control: the check above would see numpy if a command imported it."""
+    mods = _modules(tmp_path, "search", "--mode", "vector", "busy_timeout", "--db", db)
+    assert "numpy" in mods
+    assert "sqlite_vec" not in mods  # the extension is loaded from its file, not the package
+
+
+def test_sqlite_vec_missing_is_a_database_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from memlens.core import db as dbm
+
+    monkeypatch.setattr(dbm, "_vec_path", None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
+    with pytest.raises(dbm.DatabaseError, match="sqlite-vec"):
+        dbm._sqlite_vec_path()
+
+
+def test_sqlite_vec_path_matches_the_package() -> None:
+    import sqlite_vec
+
+    from memlens.core import db as dbm
+
+    assert os.path.normpath(dbm._sqlite_vec_path()) == os.path.normpath(sqlite_vec.loadable_path())

@@ -1,0 +1,168 @@
+"""`memlens purge`: a secret stored before a rule could catch it leaves no byte behind.
+
+The secret is stored by ingesting with redaction switched off (in-process: the
+subprocess CLI cannot be patched), then purged with the real rules; every byte of
+the database file and its -wal/-shm files is searched afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlens.core.redact import RedactionResult
+from tests.conftest import MemoryTree, run_cli
+
+SECRET = "ghp_" + "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0KsQeWa"
+BODY = SECRET[4:]  # the part without the well-known prefix
+ENV = {"MEMLENS_EMBEDDER": "hashing"}
+
+
+def _db_bytes(db: Path) -> dict[str, bytes]:
+    out = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        f = Path(f"{db}{suffix}")
+        if f.exists():
+            out[f.name] = f.read_bytes()
+    return out
+
+
+def _leaks(db: Path) -> list[str]:
+    """Files (of the database) that still hold the secret, in any common encoding."""
+    needles = [s.encode(enc) for s in (SECRET, BODY, BODY.lower())
+               for enc in ("utf-8", "utf-16-le", "utf-16-be")]
+    return [name for name, data in _db_bytes(db).items() if any(n in data for n in needles)]
+
+
+def _store_unredacted(tree: MemoryTree, make_service: Callable[..., Any], db: Path,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingest a history full of the secret with redaction off (as an older rule set
+    that missed it would have): snapshots, diffs, summaries, chunks, front matter,
+    nodes, FTS, vectors, a rename and a deleted file."""
+    monkeypatch.setattr("memlens.core.ingest.redact", lambda t: RedactionResult(t, ()))
+    svc = make_service(db)
+    mem = tree.memdir()
+    tree.write("MEMORY.md", "# Memory\n\n- [Deploy](deploy.md) how we deploy\n")
+    tree.write("deploy.md", f"---\nname: deploy\ndescription: uses {SECRET}\n---\n"
+               f"# Deploy with {SECRET}\n\nUse token {SECRET} for the registry.\n\n"
+               "## Steps\n\nRun the pipeline, then check the dashboards.\n")
+    tree.write("gone.md", f"# Gone\n\nold key {SECRET} kept here\n")
+    tree.write("moved.md", f"# Moved\n\nmoving {SECRET} around\n")
+    svc.ingest(svc.resolve_roots([mem]))
+    # an edit: the old revision keeps a diff and a summary with the secret in them
+    tree.write("deploy.md", "# Deploy\n\nUse the registry token from the vault.\n\n"
+               f"## Steps\n\nRun the pipeline.\n\n## Old {SECRET}\n\nremoved later\n")
+    tree.remove("gone.md")
+    tree.rename("moved.md", "sub/moved-here.md")
+    svc.ingest(svc.resolve_roots([mem]))
+    svc.close()
+    monkeypatch.undo()
+    assert _leaks(db), "the secret should be stored before the purge (test setup)"
+
+
+def test_purge_leaves_no_byte_of_a_late_caught_secret(
+        tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "m.db"
+    _store_unredacted(tree, make_service, db, monkeypatch)
+    svc = make_service(db)
+    out = svc.purge()
+    assert out.complete and out.wal_truncated, out
+    assert out.changed == 3 and out.revisions >= 4 and out.chunks >= 1
+    assert _leaks(db) == []  # while the connection is still open
+    # everything still works, and shows the marker where the secret was
+    res = svc.search("registry", mode="lexical")
+    assert {h.path for h in res.hits} >= {"deploy.md"}
+    assert all(SECRET not in h.snippet for h in res.hits)
+    doc = svc.locate(None, "deploy.md")
+    assert doc is not None and "[REDACTED:github-token]" in svc.revisions(doc.id)[-1].summary \
+        + (svc.revisions(doc.id)[-1].diff or "")
+    checks, problems = svc.doctor()
+    assert problems == [], problems
+    # a later ingest of the unchanged files (with the real rules) finds nothing to do
+    again = svc.ingest(svc.resolve_roots([tree.memdir()]))
+    assert again.as_json()["created"] == 0 and again.as_json()["updated"] == 0
+    # a second purge finds nothing more
+    assert svc.purge().changed == 0
+    svc.close()
+    assert _leaks(db) == []
+
+
+def test_purge_cli(tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "m.db"
+    _store_unredacted(tree, make_service, db, monkeypatch)
+    p = run_cli("purge", "--db", str(db), "--json", env=ENV)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["changed"] == 3 and data["complete"] is True and data["wal_truncated"] is True
+    assert p.stderr == ""
+    assert _leaks(db) == []
+    text = run_cli("purge", "--db", str(db), env=ENV)
+    assert text.returncode == 0 and "0 changed" in text.stdout, text.stderr
+    doctor = run_cli("doctor", "--db", str(db), env=ENV)
+    assert doctor.returncode == 0, doctor.stdout
+
+
+def test_purge_of_a_missing_database_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "no" / "such" / "m.db"
+    p = run_cli("purge", "--db", str(db), env=ENV)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "does not exist" in p.stderr and not (tmp_path / "no").exists()
+
+
+def test_purge_rolls_back_a_document_cleanly(
+        tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault in the middle of re-redacting a document leaves it as it was; purge again
+    finishes the job."""
+    from memlens.core import faults
+
+    db = tmp_path / "m.db"
+    _store_unredacted(tree, make_service, db, monkeypatch)
+    svc = make_service(db)
+
+    def boom(step: str) -> None:
+        if step == "store.reredact":
+            raise faults.InjectedFault(step)
+
+    faults.set_hook(boom)
+    try:
+        with pytest.raises(faults.InjectedFault):
+            svc.purge()
+    finally:
+        faults.set_hook(None)
+    assert svc.doctor()[1] == []
+    out = svc.purge()
+    assert out.complete and out.changed == 3
+    svc.close()
+    assert _leaks(db) == []
+    assert os.stat(db).st_size > 0
+
+
+def test_purge_with_a_reader_open_says_what_is_left(
+        tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process reading an old snapshot keeps the WAL from being truncated: purge says so
+    (not complete) instead of claiming success, and a later purge finishes."""
+    from memlens.core import db as dbm
+
+    db = tmp_path / "m.db"
+    _store_unredacted(tree, make_service, db, monkeypatch)
+    reader = dbm.connect(db)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM memory_documents").fetchall()
+    svc = make_service(db)
+    first = svc.purge()
+    assert first.changed == 3 and not first.wal_truncated and not first.complete
+    reader.execute("COMMIT")
+    reader.close()
+    second = svc.purge()
+    assert second.complete and second.changed == 0
+    svc.close()
+    assert _leaks(db) == []
