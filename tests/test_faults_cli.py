@@ -315,3 +315,16 @@ def test_deep_folder_tree_is_skipped_with_a_warning(tmp_path: Path) -> None:
     assert _doc_paths(db) == ["deepproj/d/d/d/d/d/level5.md", "deepproj/top.md"]
     pj = run_cli("ingest", str(mem), "--db", str(db), "--json", env=ENV)
     assert pj.returncode == 0 and len(json.loads(pj.stdout)["warnings"]) == 1
+
+
+def test_memory_database_creates_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``connect(":memory:")`` (the bench's environment probe) must not create a file."""
+    from memlens.core.db import connect
+
+    monkeypatch.chdir(tmp_path)
+    c = connect(":memory:")
+    try:
+        assert c.execute("SELECT vec_version()").fetchone()
+    finally:
+        c.close()
+    assert list(tmp_path.iterdir()) == []

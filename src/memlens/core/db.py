@@ -347,6 +347,8 @@ def connect(
         DatabaseError: The file is not a usable SQLite database, or is missing
             where it cannot be created.
     """
+    if str(path) == ":memory:" or str(path).startswith("file:"):
+        return _open_special(str(path), readonly=readonly, migrate=migrate)
     p = Path(path)
     exists = p.exists()
     if not exists and not p.parent.is_dir() and (readonly or not create):
@@ -413,6 +415,21 @@ def connect(
 def _writable(p: Path) -> bool:
     """Whether memlens may write ``p``: the file and its folder (for -wal/-shm)."""
     return os.access(p, os.W_OK) and os.access(p.parent, os.W_OK | os.X_OK)
+
+
+def _open_special(name: str, *, readonly: bool, migrate: bool) -> apsw.Connection:
+    """``:memory:`` or a ``file:`` URI: handed to SQLite as is (no file is made here)."""
+    flags = (apsw.SQLITE_OPEN_READONLY if readonly else
+             apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE) | apsw.SQLITE_OPEN_URI
+    conn = apsw.Connection(name, flags=flags)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.enable_load_extension(True)
+    conn.load_extension(_sqlite_vec_path())
+    conn.enable_load_extension(False)
+    conn.execute("PRAGMA foreign_keys=ON")
+    if migrate and not readonly:
+        migrate_schema(conn, Path(name))
+    return conn
 
 
 def _create_private(p: Path) -> None:
