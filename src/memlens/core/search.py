@@ -27,7 +27,6 @@ document are dropped so one long file cannot flood the list.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,9 @@ from .db import rows, scalar, vec_table_name
 if TYPE_CHECKING:
 
     from .embedding import Embedder
+from .search_query import STOP_WORDS as STOP_WORDS
+from .search_query import build_fts_query as build_fts_query
+from .search_query import match_spans as match_spans
 
 MODES = ("lexical", "vector", "hybrid")
 VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
@@ -56,15 +58,6 @@ MATCH_KINDS = ("lexical", "semantic", "closest")
 NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
                 " meaning, not matches")
 
-STOP_WORDS = frozenset(
-    """a an and are as at be by do does did for from has have how i if in into is it its
-    me my of on or our so that the their them then there these this to was we were what
-    when where which who why will with you your they he she his her him us can could would
-    should about any some all""".split()
-)
-
-_TERM_RE = re.compile(r"[^\s\"'`,;()\[\]{}<>!?]+")
-_PART_RE = re.compile(r"[^\W_]+", re.UNICODE)
 HL_START = "\x02"
 HL_END = "\x03"
 
@@ -134,47 +127,6 @@ class SearchResult:
                 "notes": self.notes, "matches": self.matches,
                 "preferred_repository": self.preferred_repository,
                 "hits": [h.as_json() for h in self.hits]}
-
-
-def _quote(s: str) -> str:
-    return '"' + s.replace('"', '""') + '"'
-
-
-def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
-    """Turn user text into a safe FTS5 MATCH expression (None when nothing is searchable).
-
-    Args:
-        text: What the user typed.
-        prefix: Let the last term match as a prefix (as-you-type search); only
-            applied when the text does not end in whitespace or ``?`` (a finished
-            question).
-
-    One-letter fragments (the ``s`` of ``user's``) and stop words are dropped
-    unless nothing else is left.
-    """
-    terms: list[list[str]] = []
-    for raw in _TERM_RE.findall(text):
-        parts = [p.lower() for p in _PART_RE.findall(raw)]
-        if parts:
-            terms.append(parts)
-    if not terms:
-        return None
-    content = [t for t in terms if len(t) > 1 or (t[0] not in STOP_WORDS and len(t[0]) > 1)]
-    if not content:
-        content = terms
-    ends_open = (prefix and bool(text) and not text[-1].isspace()
-                 and not text.rstrip().endswith("?"))
-    last_is_last = terms[-1] is content[-1]
-    out: list[str] = []
-    seen: set[str] = set()
-    for i, parts in enumerate(content):
-        phrase = _quote(" ".join(parts))
-        if ends_open and last_is_last and i == len(content) - 1 and len(parts[-1]) >= 2:
-            phrase += "*"
-        if phrase not in seen:
-            seen.add(phrase)
-            out.append(phrase)
-    return " OR ".join(out)
 
 
 def _split_snippet(raw: str) -> tuple[str, list[tuple[int, int]]]:
@@ -571,38 +523,3 @@ def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,
     """Whether any active chunk shares a term with ``query`` (one lexical hit is enough)."""
     return bool(lexical(conn, query, k=1, repository=repository, doc_type=doc_type,
                         snippets=False).hits)
-
-
-def match_spans(text: str, query: str) -> list[tuple[int, int]]:
-    """Where the query's words occur in ``text`` (for highlighting an opened hit).
-
-    The query is split the way :func:`build_fts_query` splits it (stop words and
-    one-letter fragments dropped); a word matches at the start of a word of the
-    text, case-insensitively, once a common English suffix is cut off (a rough
-    stand-in for the porter stemmer the index uses, so ``cache`` finds ``Caching``
-    and ``invalidation`` finds ``invalidate``). Returns sorted, non-overlapping
-    ``(start, end)`` spans of whole words of ``text``.
-    """
-    terms: list[str] = []
-    for raw in _TERM_RE.findall(query):
-        for part in _PART_RE.findall(raw):
-            low = part.lower()
-            if len(low) > 1 and low not in STOP_WORDS and low not in terms:
-                terms.append(low)
-    if not terms:
-        return []
-    stems = sorted({_rough_stem(t) for t in terms}, key=len, reverse=True)
-    pattern = re.compile(r"(?<![^\W_])(?:" + "|".join(re.escape(t) for t in stems) + r")[^\W_]*",
-                         re.IGNORECASE)
-    return [m.span() for m in pattern.finditer(text)]
-
-
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ed", "es", "er", "ly",
-             "s", "e")
-
-
-def _rough_stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word

@@ -57,9 +57,9 @@ from .store import (
     document_ids,
     find_document,
     now_clock,
-    reredact_document,
     write_rechunk,
 )
+from .store_purge import reredact_document
 from .types import (
     DocumentDetail,
     DocumentSummary,

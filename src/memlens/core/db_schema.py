@@ -1,0 +1,213 @@
+"""The memlens schema: one SQL script per version, applied in order by
+:func:`memlens.core.db.migrate_schema` (``PRAGMA user_version`` says which ran).
+
+Owned by :mod:`memlens.core.db`; a new version appends a script here and bumps
+``SCHEMA_VERSION`` there.
+"""
+
+from __future__ import annotations
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+_SCHEMA_V1 = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS memory_documents (
+    id INTEGER PRIMARY KEY,
+    source_kind TEXT NOT NULL DEFAULT 'claude-auto-memory',
+    repository TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    source_path TEXT,
+    source_root TEXT,
+    content TEXT,
+    content_hash TEXT,
+    source_hash TEXT,
+    source_mtime_ns INTEGER,
+    source_size INTEGER,
+    observed_at REAL NOT NULL,
+    front_matter TEXT NOT NULL DEFAULT '{{}}',
+    doc_type TEXT,
+    doc_name TEXT,
+    current_revision_id INTEGER,
+    active_revision_id INTEGER,
+    projection_status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (projection_status IN ('pending','processing','ready','failed','stale')),
+    projection_error TEXT,
+    projection_attempts INTEGER NOT NULL DEFAULT 0,
+    projection_owner TEXT,
+    projection_started_at REAL,
+    projection_updated_at REAL,
+    projection_next_attempt_at REAL,
+    tombstoned_at REAL,
+    UNIQUE (source_kind, repository, logical_path)
+);
+CREATE INDEX IF NOT EXISTS idx_documents_status
+    ON memory_documents(projection_status, projection_next_attempt_at);
+CREATE INDEX IF NOT EXISTS idx_documents_root ON memory_documents(source_root);
+CREATE INDEX IF NOT EXISTS idx_documents_hash
+    ON memory_documents(repository, content_hash);
+
+CREATE TABLE IF NOT EXISTS memory_revisions (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES memory_documents(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    change_kind TEXT NOT NULL
+        CHECK (change_kind IN ('create','update','rename','delete','rechunk')),
+    content_hash TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    previous_path TEXT,
+    snapshot TEXT,
+    summary TEXT,
+    diff TEXT,
+    diff_truncated INTEGER NOT NULL DEFAULT 0,
+    size_bytes INTEGER NOT NULL DEFAULT 0,
+    line_count INTEGER NOT NULL DEFAULT 0,
+    source_mtime_ns INTEGER,
+    observed_at REAL NOT NULL,
+    chunker_name TEXT,
+    chunker_version INTEGER,
+    chunker_config TEXT,
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    embedder TEXT,
+    embedder_status TEXT,
+    UNIQUE (document_id, seq)
+);
+CREATE INDEX IF NOT EXISTS idx_revisions_hash ON memory_revisions(content_hash);
+
+CREATE TABLE IF NOT EXISTS memory_chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    revision_id INTEGER NOT NULL REFERENCES memory_revisions(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    overlap_chars INTEGER NOT NULL DEFAULT 0,
+    text TEXT NOT NULL,
+    chunk_hash TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    UNIQUE (revision_id, ordinal)
+);
+
+CREATE TABLE IF NOT EXISTS knowledge_nodes (
+    -- AUTOINCREMENT: a node id is never reused, so a stale reference can't hit a new node
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id INTEGER NOT NULL REFERENCES memory_documents(id) ON DELETE CASCADE,
+    revision_id INTEGER NOT NULL REFERENCES memory_revisions(id),
+    ordinal INTEGER NOT NULL,
+    repository TEXT NOT NULL,
+    logical_path TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL,
+    doc_type TEXT,
+    vector_space TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_nodes_document ON knowledge_nodes(document_id);
+
+CREATE TABLE IF NOT EXISTS knowledge_node_memory_chunks (
+    node_id INTEGER NOT NULL REFERENCES knowledge_nodes(id) ON DELETE CASCADE,
+    chunk_id INTEGER NOT NULL REFERENCES memory_chunks(id),
+    PRIMARY KEY (node_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS idx_node_chunks_chunk ON knowledge_node_memory_chunks(chunk_id);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_nodes_fts USING fts5(
+    heading, text, logical_path,
+    content='knowledge_nodes', content_rowid='id',
+    tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_ai AFTER INSERT ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_ad AFTER DELETE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+END;
+CREATE TRIGGER IF NOT EXISTS knowledge_nodes_au AFTER UPDATE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+
+-- One row per embedding model ever used; each has its own vec0 table so the
+-- vectors of two models are never mixed.
+CREATE TABLE IF NOT EXISTS vector_spaces (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL UNIQUE,
+    dim INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    chunk_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (chunk_hash, fingerprint)
+) WITHOUT ROWID;
+"""
+
+# v2: the revision timeline is read newest first per document.
+_SCHEMA_V2 = """
+CREATE INDEX IF NOT EXISTS idx_revisions_document ON memory_revisions(document_id, seq);
+"""
+
+# v3: lookups by logical path alone (`memlens history PATH` without --repository) and
+# per-vector-space node counts (doctor, embedder switch).
+_SCHEMA_V3 = """
+CREATE INDEX IF NOT EXISTS idx_documents_path ON memory_documents(logical_path);
+CREATE INDEX IF NOT EXISTS idx_nodes_space ON knowledge_nodes(vector_space);
+"""
+
+# v4: the embedding cache becomes a rowid table. As WITHOUT ROWID, each 1-1.5 KB vector
+# overflowed into its own page (~4.7 KB per row; 44% of a 100k-chunk database).
+_SCHEMA_V4 = """
+CREATE TABLE embedding_cache_v4 (
+    id INTEGER PRIMARY KEY,
+    chunk_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (chunk_hash, fingerprint)
+);
+INSERT INTO embedding_cache_v4(chunk_hash, fingerprint, vector, created_at)
+    SELECT chunk_hash, fingerprint, vector, created_at FROM embedding_cache;
+DROP TABLE embedding_cache;
+ALTER TABLE embedding_cache_v4 RENAME TO embedding_cache;
+"""
+
+# v5: chunker settings chosen by a rechunk, remembered per document, per repository or
+# for all documents (owner: chunker_choice.py); why each chunk exists (its reason).
+_SCHEMA_V5 = """
+CREATE TABLE chunker_choices (
+    scope TEXT NOT NULL CHECK (scope IN ('document', 'repository', 'all')),
+    key TEXT NOT NULL,
+    config TEXT NOT NULL,
+    set_at REAL NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+ALTER TABLE memory_chunks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+"""
+
+# v6: the last searches people made (owner: search_history.py), for recall in the TUI
+# and for replaying them against a proposed rechunk.
+_SCHEMA_V6 = """
+CREATE TABLE search_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    query TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    source TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX idx_search_history_at ON search_history(at);
+"""
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6]
