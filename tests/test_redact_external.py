@@ -112,3 +112,37 @@ def test_held_out_set_overall_and_per_context() -> None:
 def test_score_groups_rejects_unknown_field() -> None:
     with pytest.raises(ValueError):
         score_groups([], by=("colour",))
+
+
+@pytest.mark.parametrize(
+    "path,source,licence",
+    [
+        (TUNING, "gitleaks/gitleaks@b58d3f102cf3a2c84cb7f923d05c25c9b1aed84b", "LICENSE-gitleaks"),
+        (
+            HELD_OUT,
+            "Yelp/detect-secrets@5e141933554a0b74e7341841f318be21e895339c",
+            "LICENSE-detect-secrets",
+        ),
+    ],
+)
+def test_sets_record_provenance_and_licence(path: Path, source: str, licence: str) -> None:
+    import json
+
+    header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert header == {"source": source, "comment": True}
+    assert (DATA / licence).read_text(encoding="utf-8").strip()
+
+
+def test_cli_breakdown_by_context() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlens.core.redact_eval", "--evaluate", str(HELD_OUT),
+         "--by", "context"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == [
+        "backticks", "fp", "keyed", "prose"
+    ]

@@ -55,7 +55,9 @@ octopus-key          Octopus Deploy ``API-`` + 26 upper case letters and digits
 azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
                      ``Q~``, then 31-34 characters
 random-token         fallback: a standalone 32+ character token mixing upper,
-                     lower case and digits, entropy >= 4 (not hex: git SHAs kept)
+                     lower case and digits, entropy >= 4 (not hex: git SHAs kept);
+                     24-31 characters with stricter tests (identifiers such as
+                     ``handleOAuth2Callback`` kept)
 jwt                  a JSON Web Token (three base64url segments, header ``eyJ``)
 bearer-token         the token after ``Bearer``
 basic-auth           the base64 credentials after ``Basic`` (must decode to
@@ -90,7 +92,11 @@ documented ``AKIAIOSFODNN7EXAMPLE``), type annotations (``token: str``), counts
 (``max_tokens: 400``), identifiers such as ``token_count`` or ``secret_santa.md``,
 prose (``the token bucket refills``), and PEM headers quoted without a key body.
 ``changeme`` is kept on purpose: it is a publicly known default, not a secret,
-and documentation uses it as a placeholder.
+and documentation uses it as a placeholder. Documentation fakes are kept too: a
+value without a vendor prefix holding six characters in alphabet or digit order
+(``abcdef``, ``123456``, also over its letters or digits alone), and any token
+made of a short unit repeated (``123123123123``) or mostly of one character
+(``glc_1111...``).
 
 Before matching, zero-width characters (U+200B..U+200D, U+2060, U+FEFF, soft
 hyphen) are ignored and Cyrillic/Greek/fullwidth look-alikes of ASCII letters
@@ -387,8 +393,9 @@ def _normalised(detect: Callable[[str], list[Finding]], text: str) -> list[Findi
     def orig(i: int) -> int:
         return i + bisect.bisect_right(shifts, i)
 
-    both = [(f.start, f.end, 0, f.kind) for f in detect(text)]
-    both += [(orig(f.start), orig(f.end - 1) + 1, 1, f.kind) for f in detect(norm)]
+    # Where spans overlap, the normalised run names the finding (it sees more).
+    both = [(orig(f.start), orig(f.end - 1) + 1, 0, f.kind) for f in detect(norm)]
+    both += [(f.start, f.end, 1, f.kind) for f in detect(text)]
     return _merge(both)
 
 

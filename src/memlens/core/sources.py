@@ -166,6 +166,39 @@ def roots_for_path(path: Path, repository: str | None = None) -> list[MemoryRoot
     return [MemoryRoot(repository=repository or p.name, path=p)]
 
 
+def _skip_deep(base: Path, d: Path, dirnames: list[str], max_depth: int,
+               warnings: list[str] | None) -> None:
+    """One warning per folder too deep to enter."""
+    for name in dirnames:
+        rel_dir = (d / name).relative_to(base).as_posix()
+        shown = rel_dir.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        if len(shown) > 120:
+            shown = shown[:50] + "/…/" + shown[-50:]
+        if warnings is not None:
+            warnings.append(f"{shown}: folder nested more than {max_depth} levels deep;"
+                            " skipped with everything in it")
+
+
+def _file_problem(full: Path, rel: str, real_base: Path) -> tuple[str, str] | None:
+    """Why a Markdown file cannot be used, as ``(shown path, error)``; None if it can."""
+    if "\n" in rel or "\r" in rel:
+        return (rel.replace("\n", "\\n").replace("\r", "\\r"),
+                "file name contains a line break; rename the file")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return (rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                "file name is not valid UTF-8; rename the file")
+    if full.is_symlink():
+        try:
+            target = full.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return (rel, "broken or looping symlink")
+        if not target.is_relative_to(real_base):
+            return (rel, "symlink points outside the memory folder; not followed")
+    return None
+
+
 def scan_root(root: MemoryRoot, warnings: list[str] | None = None,
               max_depth: int = MAX_FOLDER_DEPTH) -> tuple[list[SourceFile], list[tuple[str, str]]]:
     """List the Markdown files under a root, recursively.
@@ -196,39 +229,17 @@ def scan_root(root: MemoryRoot, warnings: list[str] | None = None,
         dirnames[:] = sorted(d for d in dirnames if not is_ignored_name(d))
         d = Path(dirpath)
         if dirnames and len(d.relative_to(base).parts) >= max_depth:
-            for name in dirnames:
-                rel_dir = (d / name).relative_to(base).as_posix()
-                shown = rel_dir.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                if len(shown) > 120:
-                    shown = shown[:50] + "/…/" + shown[-50:]
-                if warnings is not None:
-                    warnings.append(f"{shown}: folder nested more than {max_depth} levels deep;"
-                                    " skipped with everything in it")
+            _skip_deep(base, d, dirnames, max_depth, warnings)
             dirnames[:] = []
         for name in sorted(filenames):
             if not is_markdown_name(name):
                 continue
             full = d / name
             rel = full.relative_to(base).as_posix()
-            if "\n" in rel or "\r" in rel:
-                errors.append((rel.replace("\n", "\\n").replace("\r", "\\r"),
-                               "file name contains a line break; rename the file"))
+            problem = _file_problem(full, rel, real_base)
+            if problem is not None:
+                errors.append(problem)
                 continue
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                errors.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                               "file name is not valid UTF-8; rename the file"))
-                continue
-            if full.is_symlink():
-                try:
-                    target = full.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    errors.append((rel, "broken or looping symlink"))
-                    continue
-                if not target.is_relative_to(real_base):
-                    errors.append((rel, "symlink points outside the memory folder; not followed"))
-                    continue
             files.append(SourceFile(root=root, logical_path=rel, abs_path=full))
     return files, errors
 
