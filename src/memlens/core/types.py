@@ -342,16 +342,16 @@ PREFIX_LABEL = 84.0  # ..86: the name or a heading
 WORDS_PATH = 81.0  # ..82: every query word starts a word of the path ("api conv")
 WORDS_LABEL = 80.0  # ..81: every query word starts a word of the name or headings
 FUZZY_TOP = 79.0  # fuzzy scores are scaled into 0..79
+FUZZY_CUTOFF = 60.0
+"""Fuzzy matches below this mix score are left out. On the finder table plus 14
+typo queries: 45 keeps 58/59 top-1 but lists 19 documents for "testing" and 12
+for "eror handling"; 60 keeps 58/59 and lists 2 for each; 65 drops to 55/59."""
+
 FUZZY_WRATIO_FLOOR = 48.0
 """...and WRatio itself must reach this: partial_ratio alone is lenient with short
 queries ("perf" gets 75, WRatio 45, against every lanternfish document). Measured
 as for the cutoff: floor 45 lists 14 documents for "perf"; 48 lists 2 and keeps
 58/59 top-1; 50 loses "datquality"; 55 keeps only 54/59."""
-
-FUZZY_CUTOFF = 60.0
-"""Fuzzy matches below this mix score are left out. On the finder table plus 14
-typo queries: 45 keeps 58/59 top-1 but lists 19 documents for "testing" and 12
-for "eror handling"; 60 keeps 58/59 and lists 2 for each; 65 drops to 55/59."""
 
 FUZZY_WRATIO = 0.5
 """Weight of WRatio in the fuzzy mix (the rest is partial_ratio). Measured on the
@@ -399,7 +399,8 @@ class FilterIndex:
     path; an exact front-matter name or heading; a prefix of the basename, the
     path, the name or a heading; every query word starting a word of the path,
     name or headings; then fuzzy: a mix of rapidfuzz WRatio and partial_ratio
-    over repository, path, name and headings (``choices``), cutoff 60. A query
+    over repository, path, name and headings (``choices``), cutoff 60 (and WRatio
+    at least 48). A query
     word naming exactly one repository (``tidewater`` for
     ``-home-dev-projects-tidewater-api``, see :meth:`match_repository`), or a
     leading ``repository/`` segment, narrows the search to it. Ties keep

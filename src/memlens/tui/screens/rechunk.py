@@ -261,7 +261,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
             effects = service.preview_search_effect(self.doc_id, cfg)
             msg = PreviewReady(key, current, proposed, effects=effects)
         except Exception as exc:  # shown in the dialog
-            msg = PreviewReady(key, [], [], error=str(exc))
+            msg = PreviewReady(key, [], [], error=f"could not preview: {exc}")
         finally:
             service.release_thread_connection()
         if not get_current_worker().is_cancelled:

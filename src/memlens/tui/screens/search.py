@@ -246,8 +246,8 @@ class SearchScreen(Screen["SearchHit | None"]):
         if out.error:
             self.hits = []
             ol.clear_options()
-            info.update(Content.styled(f"search failed: {out.error}", "$text-error"))
-            self.notify(out.error, title="Search failed", severity="error")
+            info.update(Content.styled(f"could not search: {out.error}", "$text-error"))
+            self.notify(f"could not search: {out.error}", title="error", severity="error")
             return
         assert out.result is not None
         self.hits = list(out.result.hits)
