@@ -752,6 +752,27 @@ async def test_search_mode_toggle(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_file_map_follows_the_selected_chunk(scenario: Scenario) -> None:
+    """The whole-file map above the chunks marks the selected chunk as it moves."""
+    from memlens.tui.widgets.file_map import SELECTED, FileMap, map_cells
+
+    doc = scenario.doc_id(TIDEWATER, "architecture.md")
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_doc(pilot, doc)
+        fmap = app.query_one("#file-map", FileMap)
+        view = app.query_one("#chunks", ChunkView)
+        assert fmap.chunks == view.chunks and fmap.total > 0
+        assert fmap.selected == view.selected == 0
+        await pilot.press("n")
+        await settle(pilot)
+        assert fmap.selected == view.selected == 1
+        cells = map_cells(fmap.chunks, fmap.total, fmap.size.width, selected=1)
+        assert SELECTED in cells
+
+
+@async_test
 async def test_search_history_recall(scenario: Scenario) -> None:
     """A finished search is kept; ``↑`` in an empty box recalls it, ``↓`` clears."""
     app = scenario.app()

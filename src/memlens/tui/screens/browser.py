@@ -24,6 +24,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from ..messages import DetailView, DocumentsLoaded
 from ..widgets.chunk_view import ChunkView
 from ..widgets.doc_tree import DocumentTree
+from ..widgets.file_map import FileMap
 from ..widgets.fmt import (
     STATUS_STYLES,
     WARNING_GLYPH,
@@ -92,6 +93,7 @@ class BrowserScreen(Screen[None]):
                 yield Static("", id="doc-warnings")
                 with TabbedContent(id="tabs", initial="tab-chunks"):
                     with TabPane("Chunks [1]", id="tab-chunks"):
+                        yield FileMap(id="file-map")
                         yield ChunkView(id="chunks")
                         yield Static("", id="chunk-info")
                     with TabPane("Timeline [2]", id="tab-timeline"):
@@ -291,8 +293,12 @@ class BrowserScreen(Screen[None]):
         query = getattr(self.memlens, "hit_query", "") if hit is not None else ""
         terms = {i: spans for i, c in enumerate(d.chunks)
                  if (spans := self.memlens.service.match_spans(c.text, query))} if query else {}
+        markers = limit_markers(d)
         self.chunk_view.set_chunks(d.chunks, d.max_tokens, select=select, hit=hit,
-                                   empty_note=note, markers=limit_markers(d), terms=terms)
+                                   empty_note=note, markers=markers, terms=terms)
+        self.query_one("#file-map", FileMap).show(
+            d.chunks, len(str(d.document.get("content") or "")),
+            selected=self.chunk_view.selected, limits=[off for off, _ in markers])
         self.query_one("#timeline", TimelineView).set_history(
             d.history, d.document["current_revision_id"], d.document["active_revision_id"])
         self.render_projection(d)
@@ -302,12 +308,14 @@ class BrowserScreen(Screen[None]):
         self.query_one("#doc-title", Static).update(Content.styled(note, "$text-muted"))
         self.render_warnings(None)
         self.chunk_view.clear_chunks(note)
+        self.query_one("#file-map", FileMap).show([], 0)
         self.query_one("#chunk-info", Static).update("")
         self.query_one("#timeline", TimelineView).set_history([], None, None)
         self.render_projection(None)
 
     @on(ChunkView.ChunkSelected)
     def _chunk_selected(self, message: ChunkView.ChunkSelected) -> None:
+        self.query_one("#file-map", FileMap).select(message.index)
         info = self.query_one("#chunk-info", Static)
         d = self.memlens.detail
         if d is None or message.index < 0 or message.index >= len(d.chunks):
