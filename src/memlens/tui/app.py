@@ -1,22 +1,15 @@
 """The memlens terminal UI.
 
 :class:`MemlensApp` is built around a :class:`~memlens.core.service.MemoryService`
-passed in by the caller (the CLI, a test, a benchmark) together with a clock and
-whether to watch files, so everything it shows can be made deterministic. It
-composes the screens (:class:`~memlens.tui.screens.browser.BrowserScreen` is the
-default one) and routes messages: workers read, the browser renders.
+passed in by the caller (CLI, test, benchmark) with a clock and whether to watch
+files, so everything it shows can be made deterministic. It composes the screens
+(:class:`~memlens.tui.screens.browser.BrowserScreen` by default), keeps the state,
+routes messages and holds the actions; workers are in :mod:`memlens.tui.workers`,
+what they do in :mod:`memlens.tui.jobs`, the palette in :mod:`memlens.tui.commands`.
 
-Layout: the workers are in :mod:`memlens.tui.workers` (a base class of the
-app), what they do in :mod:`memlens.tui.jobs`, the command palette in
-:mod:`memlens.tui.commands`; this module keeps the state, the message handlers
-and the actions (bound on the browser, listed in the palette).
-
-Threading rule: every service call runs in a Textual *thread worker*
-(``@work(thread=True, ...)``) that runs a function of :mod:`memlens.tui.jobs`,
-which posts a typed message from :mod:`memlens.tui.messages`; handlers on the
-event loop only update widgets. Each worker closes its thread's connection when
-it ends (:meth:`MemoryService.release_thread_connection`), since every worker
-runs on a fresh thread.
+Threading rule: every service call runs in a thread worker running a function of
+:mod:`memlens.tui.jobs`, which posts a typed message; handlers on the event loop
+only update widgets, and each worker closes its thread's connection when it ends.
 """
 
 from __future__ import annotations
@@ -36,7 +29,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from memlens.core.service import FilterIndex, MemoryService
-from memlens.core.types import ChunkerConfig, IndexWarning, MemoryRoot, SearchHit
+from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 
 from .closing import exit_requested, quiet_when_closing
 from .commands import BROWSER_ACTIONS, MemlensCommands
@@ -54,7 +47,7 @@ from .messages import (
 )
 from .screens.browser import BrowserScreen
 from .screens.help import HelpScreen
-from .screens.rechunk import RechunkDialog, RechunkRequest
+from .screens.rechunk import RechunkRequest, dialog_for
 from .screens.search import SearchScreen, next_mode
 from .widgets.debounce import Debouncer
 from .widgets.doc_tree import DocumentTree
@@ -560,30 +553,12 @@ class MemlensApp(AppWorkers):
             return
         self.run_retry(d.doc_id)
 
-    def _base_config(self) -> tuple[ChunkerConfig, str]:
-        """The selected document's effective chunker settings and where they come from."""
-        d = self.detail
-        if d is not None:
-            try:
-                eff = self.service.effective_chunker(d.doc_id)
-                return eff.config, eff.origin
-            except LookupError:
-                pass
-        return self.service.chunker_config(), "settings"
-
     def action_rechunk(self, all_documents: bool = False) -> None:
         """Open the rechunk dialog for the selected document."""
-        d = self.detail
-        if d is None:
-            self.notify("select a document first", severity="warning")
+        dialog = dialog_for(self.service, self.detail, int(self.stats.get("documents", 0)))
+        if isinstance(dialog, str):
+            self.notify(dialog, severity="warning")
             return
-        if d.document["tombstoned"]:
-            self.notify("deleted documents cannot be rechunked", severity="warning")
-            return
-        label = f"{d.document['repository']}/{d.document['path']}"
-        base, origin = self._base_config()
-        dialog = RechunkDialog(d.doc_id, label, base, int(self.stats.get("documents", 0)),
-                               origin=origin)
         self.push_screen(dialog, self._rechunk_chosen)
         if all_documents:
             dialog.call_after_refresh(dialog.set_all_documents)
@@ -598,23 +573,6 @@ class MemlensApp(AppWorkers):
             return
         self.status_bar.job = "rechunking…"
         self.run_rechunk(request)
-
-    def action_toggle_watch(self) -> None:
-        """Pause or resume the file watcher."""
-        w = self._watcher
-        if not self.watch_enabled:
-            self.notify("the watcher is off (--no-watch or watch.enabled = false)",
-                        severity="warning")
-            return
-        if w is None:
-            self.notify("the watcher starts after the first ingest", severity="warning")
-            return
-        if w.state == "paused":
-            w.resume()
-            self.status_bar.watch_state = "watching"
-        else:
-            w.pause()
-            self.status_bar.watch_state = "paused"
 
     def action_toggle_dark(self) -> None:
         """Switch between the dark and the light theme."""

@@ -183,6 +183,23 @@ class AppWorkers(App[None]):
         self.post_message(jobs.rechunk_summary(len(ids), len(changed), ready, bad))
 
     # -- watcher ------------------------------------------------------------
+    def action_toggle_watch(self) -> None:
+        """Pause or resume the file watcher."""
+        w = self._watcher
+        if not self.watch_enabled:
+            self.notify("the watcher is off (--no-watch or watch.enabled = false)",
+                        severity="warning")
+            return
+        if w is None:
+            self.notify("the watcher starts after the first ingest", severity="warning")
+            return
+        if w.state == "paused":
+            w.resume()
+            self.post_message(WatchStatus("watching"))
+        else:
+            w.pause()
+            self.post_message(WatchStatus("paused"))
+
     def start_watcher(self) -> None:
         """Start the file watcher worker (only when watching is enabled)."""
         if not self.watch_enabled or self._watcher is not None:

@@ -22,9 +22,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 from textual.worker import get_current_worker
 
+from memlens.core.service import MemoryService
 from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, QueryEffect
 
-from ..messages import PreviewReady
+from ..messages import DetailView, PreviewReady
 from ..widgets.debounce import Debouncer
 from ..widgets.fmt import heading_label, size_bar, token_stats
 
@@ -321,3 +322,20 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     def action_cancel(self) -> None:
         """Close without writing anything."""
         self.dismiss(None)
+
+
+def dialog_for(service: MemoryService, detail: DetailView | None,
+               live_count: int) -> RechunkDialog | str:
+    """The dialog for the shown document, prefilled with its effective chunker settings
+    and their origin; or why there is none (a sentence for a warning toast)."""
+    if detail is None:
+        return "select a document first"
+    if detail.document["tombstoned"]:
+        return "deleted documents cannot be rechunked"
+    label = f"{detail.document['repository']}/{detail.document['path']}"
+    try:
+        eff = service.effective_chunker(detail.doc_id)
+        base, origin = eff.config, eff.origin
+    except LookupError:
+        base, origin = service.chunker_config(), "settings"
+    return RechunkDialog(detail.doc_id, label, base, live_count, origin=origin)
