@@ -24,7 +24,7 @@ from memlens.core.bench import (
     reciprocal_rank,
 )
 from memlens.core.search import SearchHit
-from tests.conftest import CORPUS, run_cli
+from tests.conftest import CORPUS, REPO, run_cli
 
 
 def _hit(path: str, *, repo: str = "r", score: float = 1.0, heading: tuple[str, ...] = (),
@@ -386,6 +386,24 @@ def test_cli_bench_markdown_out(tmp_path: Path) -> None:
     text = out.read_text()
     assert "kept reading" in text and "old\n" not in text
     assert "`windows-96-24`" in text and "report written to" in proc.stdout
+
+
+def test_cli_bench_train_vs_validation(tmp_path: Path) -> None:
+    """--validation runs the same matrix on a second corpus and adds a side-by-side table."""
+    out = tmp_path / "tv.md"
+    proc = run_cli("bench", "--strategies", "whole", "--modes", "lexical,hybrid-rrf",
+                   "--embedder", "hashing", "--validation", str(REPO / "corpus_validation"),
+                   "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["validation"]["corpus"]["path"].endswith("corpus_validation")
+    text = out.read_text()
+    assert "## Train (tuning) vs validation corpus" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| whole | lexical |"))
+    assert row.count("/") == 4  # four query kinds, train / validation each
+    bad = run_cli("bench", "--strategies", "whole", "--modes", "lexical", "--embedder",
+                  "hashing", "--validation", str(tmp_path / "missing"))
+    assert bad.returncode == 2 and "validation corpus" in bad.stderr
 
 
 def test_cli_bench_usage_errors() -> None:

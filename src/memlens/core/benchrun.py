@@ -63,3 +63,38 @@ def render_bench_report(report: Mapping[str, Any], previous: str | None = None) 
 
     notes = bench.extract_notes(previous) if previous is not None else None
     return bench.render_markdown(report, notes)
+
+
+def render_train_validation(train: Mapping[str, Any], validation: Mapping[str, Any]) -> str:
+    """Markdown table: document-level Hit@1 per query kind, tuning corpus beside the
+    validation corpus, for every strategy x mode x embedder row both runs have."""
+    def rows(rep: Mapping[str, Any]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+        return {(r["strategy"], r["mode"], r.get("embedder") or "-"): r
+                for r in rep.get("results", []) if "doc" in r}
+
+    tr, va = rows(train), rows(validation)
+    kinds = [k for k in ("lexical", "paraphrase", "heading", "code")
+             if k in train.get("queries", {}).get("kinds", {})
+             or k in validation.get("queries", {}).get("kinds", {})]
+    head = ["strategy", "mode", "embedder"] + [f"{k} train / val" for k in kinds]
+    lines = [
+        "## Train (tuning) vs validation corpus",
+        "",
+        f"Train: `{train.get('corpus', {}).get('path', '?')}`; validation: "
+        f"`{validation.get('corpus', {}).get('path', '?')}` (never tuned on). Cells are "
+        "document-level Hit@1.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * 3 + "---:|" * len(kinds),
+    ]
+
+    def cell(r: Mapping[str, Any] | None, k: str) -> str:
+        if r is None:
+            return "–"
+        v = r["doc"]["by_kind"].get(k, {}).get("hit1")
+        return "–" if v is None else f"{v:.2f}"
+
+    for key in [k for k in tr if k in va] + [k for k in tr if k not in va]:
+        cells = [f"{cell(tr.get(key), k)} / {cell(va.get(key), k)}" for k in kinds]
+        lines.append("| " + " | ".join([*key, *cells]) + " |")
+    return "\n".join(lines) + "\n"

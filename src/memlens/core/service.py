@@ -26,7 +26,12 @@ from . import preview as preview_mod
 from . import projection as proj
 from . import search as search_mod
 from . import search_history
-from .benchrun import bench_embedder_options, render_bench_report, run_benchmark
+from .benchrun import (
+    bench_embedder_options,
+    render_bench_report,
+    render_train_validation,
+    run_benchmark,
+)
 from .chunker_choice import ChunkerChoice
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import load_settings
@@ -67,7 +72,7 @@ from .service_base import Clock
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
            "explain_storage_error",
            "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
-           "render_bench_report", "run_benchmark"]
+           "render_bench_report", "render_train_validation", "run_benchmark"]
 
 
 def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:

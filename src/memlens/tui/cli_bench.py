@@ -47,6 +47,9 @@ def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> Non
     p.add_argument("--strategies", default=None, metavar="LIST",
                    help="comma list of strategies (default: whole,headings,windows-48-12,"
                    "adaptive-400-80; with --generate: adaptive-400-80)")
+    p.add_argument("--validation", type=Path, default=None, metavar="DIR",
+                   help="also run the same matrix on this corpus (a validation set, with its "
+                   "own queries.jsonl) and add a train-vs-validation table")
     p.add_argument("--modes", default="lexical,vector,hybrid", metavar="LIST",
                    help="comma list of search modes (default: lexical,vector,hybrid); "
                    "hybrid-rrf, hybrid-zscore, hybrid-minmax, hybrid-convex pick the fusion")
@@ -117,7 +120,7 @@ class _Usage(Exception):
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``memlens bench``."""
-    from memlens.core.service import render_bench_report, run_benchmark
+    from memlens.core.service import render_bench_report, render_train_validation, run_benchmark
     from memlens.core.types import BenchError
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli.py")) else []
@@ -134,10 +137,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (BenchError, _Usage) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    if args.validation is not None:
+        try:
+            with _progress(sys.stderr.isatty()) as (total, advance):
+                report["validation"] = run_benchmark(
+                    corpus=args.validation, queries=None, strategies=args.strategies,
+                    modes=args.modes, embedders=args.embedder, generate=None,
+                    per_document=args.per_document, seed=args.seed, workdir=None,
+                    command=command, embedder_options=options, progress=advance,
+                    total=total)
+        except BenchError as exc:
+            _err(f"validation corpus: {exc}")
+            return EXIT_USAGE
     previous = None
     if args.out is not None and args.out.exists():
         previous = args.out.read_text(encoding="utf-8")
     md = render_bench_report(report, previous)
+    if "validation" in report:
+        md += "\n" + render_train_validation(report, report["validation"])
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md, encoding="utf-8")
