@@ -328,3 +328,21 @@ def test_memory_database_creates_no_file(tmp_path: Path, monkeypatch: pytest.Mon
     finally:
         c.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_per_file_chunk_cap(tmp_path: Path) -> None:
+    """A file that would split into too many chunks fails alone, with one clear line."""
+    mem = tmp_path / "projects" / "-home-dev-proj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "dense.md").write_text("".join(f"# H{i}\n\nline {i} " + "word " * 200 + "\n\n"
+                                          for i in range(30)))
+    (mem / "ok.md").write_text("# Fine\n\nshort\n")
+    db = tmp_path / "m.db"
+    env = {"MEMLENS_EMBEDDER": "hashing", "MEMLENS_MAX_CHUNKS_PER_FILE": "10"}
+    proc = run_cli("ingest", str(tmp_path / "projects"), "--db", str(db), "--json", env=env)
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["created"] == 1
+    [failed] = out["failed"]
+    assert failed["path"] == "dense.md" and "over the limit of 10 per file" in failed["error"]
+    assert "Traceback" not in proc.stderr

@@ -127,6 +127,11 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
         result = chunk_markdown(red, config, path=sf.logical_path)
     except RecursionError:
         raise SourceError("Markdown is nested too deeply to parse") from None
+    limit = max_chunks_per_file()
+    if len(result.chunks) > limit:
+        raise SourceError(
+            f"splits into {len(result.chunks):,} chunks, over the limit of {limit:,} per file "
+            f"(MEMLENS_MAX_CHUNKS_PER_FILE); raise the limit or max_tokens, or split the file")
     return PreparedFile(
         repository=sf.root.repository,
         logical_path=sf.logical_path,
@@ -348,6 +353,19 @@ def ingest_root(
             return report
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
+
+
+DEFAULT_MAX_CHUNKS_PER_FILE = 5000
+
+
+def max_chunks_per_file() -> int:
+    """The per-file chunk cap (``MEMLENS_MAX_CHUNKS_PER_FILE`` overrides the default):
+    a heading-dense file could otherwise turn into hundreds of thousands of rows."""
+    raw = os.environ.get("MEMLENS_MAX_CHUNKS_PER_FILE")
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_MAX_CHUNKS_PER_FILE
+    except ValueError:
+        return DEFAULT_MAX_CHUNKS_PER_FILE
 
 
 def max_file_bytes() -> int:
