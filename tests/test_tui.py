@@ -903,6 +903,42 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
 
 
 @async_test
+async def test_rechunk_in_the_dialog_sticks_and_resets(scenario: Scenario) -> None:
+    """A rechunk chosen in the dialog survives an edit of the file and a re-ingest, the
+    dialog then shows where the setting comes from, and Reset goes back to settings."""
+    doc = scenario.doc_id(TIDEWATER, "architecture.md")
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_doc(pilot, doc)
+        await _open_rechunk(pilot, "windows", "60", "15")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        # Claude rewrites the file; the next ingest keeps windows/60/15.
+        path = scenario.projects / TIDEWATER / "memory" / "architecture.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\nOne more note.\n",
+                        encoding="utf-8")
+        scenario.service.ingest(scenario.roots)
+        hist = history_dicts(scenario.service, doc)
+        assert hist[0]["change_kind"] == "update"
+        assert hist[0]["chunker"]["config"]["strategy"] == "windows"
+        await app.run_action("reload")
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, RechunkDialog)
+        assert "this document's rechunk" in str(dialog.query_one("#effective", Static).render())
+        assert dialog.query_one("#strategy", Select).value == "windows"
+        await pilot.click("#reset")
+        await settle(pilot)
+        assert not isinstance(app.screen, RechunkDialog)
+        assert scenario.service.effective_chunker(doc).origin == "settings"
+        assert history_dicts(scenario.service, doc)[0]["chunker"]["config"]["strategy"] \
+            == "adaptive"
+
+
+@async_test
 async def test_rechunk_preview_shows_effect_on_recent_searches(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
     scenario.service.remember_search("cache key format", "hybrid", "tui")
