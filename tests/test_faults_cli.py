@@ -346,3 +346,34 @@ def test_per_file_chunk_cap(tmp_path: Path) -> None:
     [failed] = out["failed"]
     assert failed["path"] == "dense.md" and "over the limit of 10 per file" in failed["error"]
     assert "Traceback" not in proc.stderr
+
+
+def test_doctor_reports_unfinished_work(tmp_path: Path) -> None:
+    """doctor stays ok (exit 0) but says what is still queued or claimed by a dead process."""
+    mem = tmp_path / "projects" / "-home-dev-proj" / "memory"
+    mem.mkdir(parents=True)
+    for i in range(3):
+        (mem / f"n{i}.md").write_text(f"# N{i}\n\nnote {i}\n")
+    db = tmp_path / "m.db"
+    env = {"MEMLENS_EMBEDDER": "hashing"}
+    assert run_cli("ingest", str(tmp_path / "projects"), "--db", str(db), "--defer-projection",
+                   env=env).returncode == 0
+    from memlens.core import db as dbm
+
+    conn = dbm.connect(db)
+    try:
+        with dbm.write_txn(conn):  # a process that died while it held a claim
+            conn.execute("UPDATE memory_documents SET projection_status='processing',"
+                         " projection_owner=? WHERE logical_path='n0.md'",
+                         (f"{__import__('socket').gethostname()}:999999999",))
+    finally:
+        conn.close()
+    out = run_cli("doctor", "--db", str(db), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["ok"] is True
+    text = " ".join(rep["notices"])
+    assert "3 document(s) wait for projection" in text and "claimed by a process that is gone" in text
+    assert run_cli("project", "--db", str(db), env=env).returncode == 0
+    after = json.loads(run_cli("doctor", "--db", str(db), "--json", env=env).stdout)
+    assert after["notices"] == [] and after["ok"] is True

@@ -112,6 +112,29 @@ _QUEUED = (
 )
 
 
+def queue_notices(conn: apsw.Connection, now: float) -> list[str]:
+    """What a projection run would still do, in words, for ``memlens doctor``: documents
+    waiting, failures waiting for their retry, and claims of processes that are gone
+    (which the next run takes over)."""
+    out: list[str] = []
+    waiting = len(queued_document_ids(conn, now))
+    if waiting:
+        out.append(f"{waiting} document(s) wait for projection; `memlens project` runs them now")
+    later = [r for r in rows(conn, "SELECT projection_next_attempt_at AS t FROM memory_documents"
+                             " WHERE tombstoned_at IS NULL AND projection_status IN"
+                             " ('failed','stale') AND projection_next_attempt_at>?", (now,))]
+    if later:
+        out.append(f"{len(later)} failed projection(s) wait for their retry; "
+                   "`memlens project --force` retries them now")
+    dead = [r for r in rows(conn, "SELECT projection_owner AS o FROM memory_documents"
+                            " WHERE tombstoned_at IS NULL AND projection_status='processing'")
+            if not _owner_alive(r["o"])]
+    if dead:
+        out.append(f"{len(dead)} document(s) claimed by a process that is gone; "
+                   "the next `memlens project` takes them over")
+    return out
+
+
 def queued_document_ids(conn: apsw.Connection, now: float, *, force: bool = False) -> list[int]:
     """Live documents a projection run would claim now (same predicate as :func:`claim`,
     before the owner-liveness check), in id order."""

@@ -215,6 +215,11 @@ class ServiceReads(ServiceBase):
                 "(revision history older than the rebuild stays only in the moved file)"))
         return checks, problems
 
+    def doctor_notices(self) -> list[str]:
+        """Not problems but unfinished work: the projection queue, failures waiting for
+        their retry, claims of processes that are gone."""
+        return proj.queue_notices(self.conn(), self.clock())
+
     # -- for the TUI (issue 12, TUI side): reads the browser needs -----------------
     # Added by the TUI refactor; the core may fold these into its own blocks.
     def document_summaries(self, ids: Sequence[int]) -> list[DocumentSummary]:

@@ -226,14 +226,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     svc = _service(args)
     try:
         checks, problems = svc.doctor()
+        notices = [] if any(p.check == "sqlite_integrity" for p in problems) \
+            else svc.doctor_notices()
     finally:
         svc.close()
     if args.json:
         _print_json({"ok": not problems, "checks": checks,
-                     "problems": [p.as_json() for p in problems]})
+                     "problems": [p.as_json() for p in problems], "notices": notices})
     else:
         for p in problems:
             print(f"PROBLEM [{p.check}] {p.message}")
+        for n in notices:
+            print(f"note: {n}")
         print("ok" if not problems else f"{len(problems)} problem(s)")
     return EXIT_FAIL if problems else EXIT_OK
 
