@@ -222,3 +222,24 @@ def test_search_text_output_one_line_per_snippet(tmp_path: Path) -> None:
     lines = p.stdout.splitlines()
     assert len(lines) == 2 and lines[0].lstrip().startswith("1. proj/a.md")
     assert "«busy_timeout»" in lines[1]
+
+
+def test_small_cli_messages(tmp_path: Path) -> None:
+    """Errors name what to fix: the variable, the missing --config, the embedder names;
+    `memlens project` prints text."""
+    bad = run_cli("config", env={"MEMLENS_EMBEDDER": "bogus"})
+    assert bad.returncode == 2
+    assert "MEMLENS_EMBEDDER" in bad.stderr and "auto, hashing, minilm" in bad.stderr
+    missing = run_cli("config", "--config", str(tmp_path / "nope.toml"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    env_bad = run_cli("docs", "--db", str(tmp_path / "x.db"), env={"MEMLENS_MAX_TOKENS": "abc"})
+    assert env_bad.returncode == 2 and "MEMLENS_MAX_TOKENS" in env_bad.stderr
+    mem = tmp_path / "projects" / "-home-dev-p" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "a.md").write_text("# A\n\nhello\n")
+    db = str(tmp_path / "m.db")
+    assert run_cli("ingest", str(tmp_path / "projects"), "--db", db, "--defer-projection",
+                   env=ENV).returncode == 0
+    proj = run_cli("project", "--db", db, env=ENV)
+    assert proj.returncode == 0 and proj.stdout.strip() == \
+        "1 projected: 1 ready, 0 failed; queue: 1 ready"

@@ -326,6 +326,12 @@ def _coerce(key: str, value: Any, where: str) -> Any:
 
 def _check_value(key: str, value: Any, where: str) -> None:
     """Range and choice checks beyond the type."""
+    if key == "embedder.name" and isinstance(value, str):
+        from .embedding import EMBEDDER_NAMES, known_embedder
+
+        if not known_embedder(value):
+            raise ConfigError(f"{where}: unknown embedder {value!r}; valid names: auto, "
+                              f"{', '.join(sorted(EMBEDDER_NAMES))}")
     if key == "search.fusion" and value not in FUSION_CHOICES:
         raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSION_CHOICES)},"
                           f" got {value!r}")
@@ -336,9 +342,9 @@ def _check_value(key: str, value: Any, where: str) -> None:
         raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
 
 
-def _parse_env(key: str, raw: str) -> Any:
+def _parse_env(key: str, raw: str, var: str | None = None) -> Any:
     typ, _ = _SCHEMA[key]
-    where = f"environment variable for `{key}`"
+    where = f"environment variable {var} (`{key}`)" if var else f"environment variable for `{key}`"
     if typ is bool:
         low = raw.strip().lower()
         if low in ("1", "true", "yes", "on"):
@@ -437,7 +443,7 @@ def load_settings(
         _apply_file(path, values, origins, emb_opts)
     for var, key in _ENV.items():
         if var in env and env[var] != "":
-            values[key] = _parse_env(key, env[var])
+            values[key] = _parse_env(key, env[var], var)
             _check_value(key, values[key], f"environment variable {var}")
             origins[key] = f"env {var}"
     _apply_overrides(overrides or {}, values, origins, emb_opts)

@@ -435,6 +435,12 @@ _ALIASES: Final[dict[str, str]] = {
 }
 
 
+def known_embedder(name: str) -> bool:
+    """Whether ``name`` is ``auto``, a registered embedder or one of its aliases."""
+    key = name.strip().lower()
+    return key == "auto" or key in _FACTORIES or key in _ALIASES
+
+
 def make_embedder(name: str, options: Mapping[str, object] | None = None) -> Embedder:
     """Build an embedder by registry name.
 

@@ -307,8 +307,9 @@ def cmd_project(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
     else:
+        queue = ", ".join(f"{n} {status}" for status, n in q.items() if n) or "empty"
         print(f"{data['projected']} projected: {data['ready']} ready, "
-              f"{len(data['failed'])} failed; queue: {q}")
+              f"{len(data['failed'])} failed; queue: {queue}")
         for f in data["failed"]:
             _err(f"document {f['document_id']}: {f['error']}")
     return EXIT_FAIL if data["failed"] else EXIT_OK
@@ -375,6 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(["tui"])
         except SystemExit:
             pass
+    cfg = getattr(args, "config", None)
+    if cfg is not None and not Path(cfg).expanduser().is_file():
+        _err(f"--config {cfg}: no such file (leave --config out to use defaults)")
+        return EXIT_USAGE
     cmd = args.command or "tui"
     handler = _commands().get(cmd) or getattr(args, "handler", None)
     if handler is None:
