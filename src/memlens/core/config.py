@@ -47,6 +47,42 @@ class ConfigError(Exception):
     """The configuration is invalid; the message names the file, line and key."""
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """``[search]``: how hybrid search fuses its two signals, and project preference.
+
+    ``fusion`` is ``auto`` or one of :data:`FUSIONS`; the weights multiply the (normalised)
+    lexical and vector signals; ``candidates`` is the depth read from each side;
+    semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
+    the query's vector candidates; ``prefer_current_project`` ranks the memory of
+    the project the user is in (from the working directory) first; ``history`` is how
+    many finished searches are kept for recall and rechunk previews (0: none).
+    """
+
+    fusion: str = "auto"
+    lexical_weight: float = 1.0
+    vector_weight: float = 0.5
+    rrf_k: float = 60.0
+    candidates: int = 50
+    semantic_min_z: float = 1.0
+    prefer_current_project: bool = True
+    history: int = 100
+
+    def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for :func:`memlens.core.search.hybrid`.
+
+        ``auto`` resolves to ``zscore``, except with the ``hashing`` embedder (name
+        ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
+        (measured on the dev corpus, ``docs/research/search-fusion.md``).
+        """
+        fusion = self.fusion
+        if fusion == "auto":
+            fusion = "convex" if embedder == "hashing" else "zscore"
+        return {"fusion": fusion, "lexical_weight": self.lexical_weight,
+                "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
+                "candidates": self.candidates, "semantic_min_z": self.semantic_min_z}
+
+
 # key -> (type, default). Nested tables use dotted keys.
 _SCHEMA: dict[str, tuple[type, Any]] = {
     "db": (str, None),
@@ -66,14 +102,15 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "retention.max_age_days": (int, 0),
     "projection.retry_base_seconds": (float, 5.0),
     "projection.retry_max_seconds": (float, 3600.0),
-    "search.fusion": (str, "auto"),
-    "search.lexical_weight": (float, 1.0),
-    "search.vector_weight": (float, 0.5),
-    "search.rrf_k": (float, 60.0),
-    "search.candidates": (int, 50),
-    "search.semantic_min_z": (float, 1.0),
-    "search.prefer_current_project": (bool, True),
-    "search.history": (int, 100),
+    # [search]: the defaults are SearchSettings' own (one place).
+    "search.fusion": (str, SearchSettings.fusion),
+    "search.lexical_weight": (float, SearchSettings.lexical_weight),
+    "search.vector_weight": (float, SearchSettings.vector_weight),
+    "search.rrf_k": (float, SearchSettings.rrf_k),
+    "search.candidates": (int, SearchSettings.candidates),
+    "search.semantic_min_z": (float, SearchSettings.semantic_min_z),
+    "search.prefer_current_project": (bool, SearchSettings.prefer_current_project),
+    "search.history": (int, SearchSettings.history),
 }
 FUSIONS = ("convex", "minmax", "zscore", "rrf")
 FUSION_CHOICES = ("auto", *FUSIONS)
@@ -152,42 +189,6 @@ class ProjectionSettings:
 
     retry_base_seconds: float
     retry_max_seconds: float
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """``[search]``: how hybrid search fuses its two signals, and project preference.
-
-    ``fusion`` is ``auto`` or one of :data:`FUSIONS`; the weights multiply the (normalised)
-    lexical and vector signals; ``candidates`` is the depth read from each side;
-    semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
-    the query's vector candidates; ``prefer_current_project`` ranks the memory of
-    the project the user is in (from the working directory) first; ``history`` is how
-    many finished searches are kept for recall and rechunk previews (0: none).
-    """
-
-    fusion: str = "auto"
-    lexical_weight: float = 1.0
-    vector_weight: float = 0.5
-    rrf_k: float = 60.0
-    candidates: int = 50
-    semantic_min_z: float = 1.0
-    prefer_current_project: bool = True
-    history: int = 100
-
-    def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
-        """Keyword arguments for :func:`memlens.core.search.hybrid`.
-
-        ``auto`` resolves to ``zscore``, except with the ``hashing`` embedder (name
-        ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
-        (measured on the dev corpus, ``docs/research/search-fusion.md``).
-        """
-        fusion = self.fusion
-        if fusion == "auto":
-            fusion = "convex" if embedder == "hashing" else "zscore"
-        return {"fusion": fusion, "lexical_weight": self.lexical_weight,
-                "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
-                "candidates": self.candidates, "semantic_min_z": self.semantic_min_z}
 
 
 @dataclass

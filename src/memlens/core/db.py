@@ -177,9 +177,7 @@ def connect(
         raise DatabaseError(f"cannot open database {p}: {exc}") from exc
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     try:
-        conn.enable_load_extension(True)
-        conn.load_extension(_sqlite_vec_path())
-        conn.enable_load_extension(False)
+        _load_vec(conn)
         if not readonly:
             _enable_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
@@ -213,15 +211,20 @@ def _writable(p: Path) -> bool:
     return os.access(p, os.W_OK) and os.access(p.parent, os.W_OK | os.X_OK)
 
 
+def _load_vec(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into ``conn`` (extension loading is switched off again after)."""
+    conn.enable_load_extension(True)
+    conn.load_extension(_sqlite_vec_path())
+    conn.enable_load_extension(False)
+
+
 def _open_special(name: str, *, readonly: bool, migrate: bool) -> apsw.Connection:
     """``:memory:`` or a ``file:`` URI: handed to SQLite as is (no file is made here)."""
     flags = (apsw.SQLITE_OPEN_READONLY if readonly else
              apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE) | apsw.SQLITE_OPEN_URI
     conn = apsw.Connection(name, flags=flags)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    conn.enable_load_extension(True)
-    conn.load_extension(_sqlite_vec_path())
-    conn.enable_load_extension(False)
+    _load_vec(conn)
     conn.execute("PRAGMA foreign_keys=ON")
     if migrate and not readonly:
         migrate_schema(conn, Path(name))

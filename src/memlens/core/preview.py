@@ -19,7 +19,7 @@ import apsw
 from .chunking import Chunk
 from .db import FTS_TOKENIZER, rows
 from .projection import heading_label, node_text
-from .search import build_fts_query
+from .search import BM25_WEIGHTS, build_fts_query
 
 DEPTH = 50  # nodes read per query; ranks beyond the distinct documents in them are None
 
@@ -87,7 +87,7 @@ def _ranks(conn: apsw.Connection, doc_id: int, path: str, chunks: Sequence[Chunk
     out: list[tuple[int | None, int | None]] = []
     for _, fts in wanted:
         try:
-            found = rows(conn, f"SELECT doc, ordinal, bm25(memlens_preview_fts, 2.0, 1.0, 0.5)"
+            found = rows(conn, f"SELECT doc, ordinal, bm25(memlens_preview_fts, {BM25_WEIGHTS})"
                          f" AS s FROM {_TABLE} WHERE memlens_preview_fts MATCH ?"
                          " ORDER BY s LIMIT ?", (fts, DEPTH))
         except apsw.SQLError:

@@ -44,6 +44,7 @@ from .search_query import build_fts_query as build_fts_query
 from .search_query import match_spans as match_spans
 
 MODES = ("lexical", "vector", "hybrid")
+BM25_WEIGHTS = "2.0, 1.0, 0.5"  # bm25 column weights: heading, text, logical path
 VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
 # Defaults come from the one place settings are defined (``[search]`` in the config).
 _DEFAULTS = SearchSettings()
@@ -199,11 +200,11 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
         return res
     fsql, fparams = _filters(repository, doc_type)
     if fsql:
-        sql = ("SELECT n.id AS id, bm25(knowledge_nodes_fts, 2.0, 1.0, 0.5) AS score"
+        sql = (f"SELECT n.id AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
                " FROM knowledge_nodes_fts JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
                f" WHERE knowledge_nodes_fts MATCH ?{fsql} ORDER BY score LIMIT ?")
     else:
-        sql = ("SELECT rowid AS id, bm25(knowledge_nodes_fts, 2.0, 1.0, 0.5) AS score"
+        sql = (f"SELECT rowid AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
                " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? ORDER BY score LIMIT ?")
     try:
         top = rows(conn, sql, [fts, *fparams, int(k)])
@@ -338,8 +339,10 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            per_document: int = 2, lexical_weight: float = LEXICAL_WEIGHT,
            vector_weight: float = VECTOR_WEIGHT, fusion: str = FUSION,
            rrf_k: float = RRF_K, candidates: int = CANDIDATES,
-           semantic_min_z: float | None = SEMANTIC_MIN_Z) -> SearchResult:
-    """Fuse lexical and vector results, diversified per document.
+           semantic_min_z: float | None = SEMANTIC_MIN_Z, snippets: bool = True,
+           ) -> SearchResult:
+    """Fuse lexical and vector results, diversified per document (``snippets``: attach
+    FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
     Fusion methods (``fusion``):
 
@@ -382,7 +385,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
         for h in res.hits:
             h.match = "closest"
         res.notes.append(NO_WORD_NOTE)
-    attach_snippets(conn, lex.fts_query, res.hits)
+    if snippets:
+        attach_snippets(conn, lex.fts_query, res.hits)
     return res
 
 
@@ -486,7 +490,7 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
         res.preferred_repository = prefer
         res.hits = sorted(res.hits, key=lambda h: (not h.is_match,
                                                    h.repository != prefer))[:k]
-        attach_snippets(conn, res.fts_query, res.hits)
+    attach_snippets(conn, res.fts_query, res.hits)  # once, for the hits shown
     return res
 
 
@@ -499,7 +503,6 @@ def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedde
         res.hits = diversify(res.hits, per_document)[:k]
         for i, h in enumerate(res.hits, 1):
             h.ranks = {"lexical": i, "vector": None}
-        attach_snippets(conn, res.fts_query, res.hits)
         return res
     if mode == "vector":
         if embedder is None:
@@ -515,7 +518,7 @@ def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedde
             res.notes.append(NO_WORD_NOTE)
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
-                  per_document=per_document, **(fusion_options or {}))
+                  per_document=per_document, snippets=False, **(fusion_options or {}))
 
 
 def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,

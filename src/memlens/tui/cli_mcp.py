@@ -76,12 +76,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return _fail("PATH is what --watch watches; add --watch (or drop PATH)", EXIT_USAGE)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="memlens mcp: %(levelname)s %(name)s: %(message)s")
-    try:
-        svc = _service(args)
-    except Exception as exc:  # CliError of either copy of the CLI module
-        if type(exc).__name__ == "CliError":
-            return _fail(str(exc), int(getattr(exc, "code", EXIT_USAGE)))
-        raise
+    svc = _service(args)  # a CliError reaches cli.main, which prints it (one line)
     try:
         svc.open()  # a broken database fails before serving
         factory = _watcher_factory(svc, args) if args.watch else None

@@ -128,12 +128,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return _fail("--debounce-ms must be a positive number of milliseconds", EXIT_USAGE)
     if args.reconcile_seconds is not None and args.reconcile_seconds < 0:
         return _fail("--reconcile-seconds must be 0 (off) or more", EXIT_USAGE)
-    try:
-        svc = _service(args)
-    except Exception as exc:  # CliError of either copy of the CLI module
-        if type(exc).__name__ == "CliError":
-            return _fail(str(exc), int(getattr(exc, "code", EXIT_USAGE)))
-        raise
+    svc = _service(args)  # a CliError reaches cli.main, which prints it (one line)
     try:
         try:
             roots = svc.resolve_roots(args.paths or None, args.repository)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from abc import ABC, abstractmethod
@@ -214,24 +215,80 @@ def _folder_digest(folder: Path) -> tuple[str, int]:
     Returns:
         A 16-hex-digit digest and the total size in bytes of the hashed files.
     """
-    h = hashlib.sha256()
-    total = 0
-    files = sorted(
-        p
+    names = sorted(
+        p.relative_to(folder).as_posix()
         for p in folder.rglob("*")
         if p.is_file()
         and p.name not in _DIGEST_SKIP_NAMES
         and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)
     )
-    for path in files:
-        rel = path.relative_to(folder).as_posix()
-        h.update(rel.encode("utf-8") + b"\0")
-        with path.open("rb") as fh:
+    return files_digest(folder, names)
+
+
+def files_digest(folder: Path, names: Sequence[str]) -> tuple[str, int]:
+    """Hash the named files of ``folder`` (names and contents, in the order given).
+
+    Hashing a model takes tens of milliseconds on every start of a process that embeds,
+    so the result is remembered in the user cache folder, keyed by each file's path, size
+    and modification time (the same trust as ingest's stat fast path); a cache that
+    cannot be read or written is simply not used.
+
+    Returns:
+        A 16-hex-digit digest and the total size in bytes of the hashed files.
+    """
+    try:
+        stats = [(folder / n).stat() for n in names]
+    except OSError:
+        stats = []
+    key = json.dumps([str(folder.resolve()), [[n, st.st_size, st.st_mtime_ns]
+                                               for n, st in zip(names, stats, strict=False)]])
+    cache = _digest_cache_path()
+    known = _read_digest_cache(cache) if stats else {}
+    if key in known:
+        digest, total = known[key]
+        return str(digest), int(total)
+    h = hashlib.sha256()
+    total = 0
+    for name in names:
+        h.update(name.encode("utf-8") + b"\0")
+        with (folder / name).open("rb") as fh:
             while block := fh.read(1 << 20):
                 h.update(block)
                 total += len(block)
         h.update(b"\0")
-    return h.hexdigest()[:16], total
+    digest = h.hexdigest()[:16]
+    if stats:
+        known[key] = [digest, total]
+        _write_digest_cache(cache, known)
+    return digest, total
+
+
+def _digest_cache_path() -> Path:
+    env = os.environ.get("MEMLENS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser() / "model-digests.json"
+    import platformdirs
+
+    return platformdirs.user_cache_path("memlens") / "model-digests.json"
+
+
+def _read_digest_cache(path: Path) -> dict[str, list[Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, list) and len(v) == 2} \
+        if isinstance(data, dict) else {}
+
+
+def _write_digest_cache(path: Path, data: dict[str, list[Any]]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dict(list(data.items())[-32:])), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 @contextmanager
@@ -464,6 +521,11 @@ class _LocalModelEmbedder(BaseEmbedder):
     def dim(self) -> int:
         """Model dimension."""
         return self._dim
+
+    def _folder_info(self, source: str) -> dict[str, object]:
+        """The ``info()`` fields every folder-loaded model shares."""
+        return {"path": str(self._folder), "source": source, "size_bytes": self._size,
+                "max_length": self._max_length}
 
     def _fingerprint_head(self) -> str:
         """``<name>:v<version>:dim=...:sha256=...:maxlen=...``: what every folder model shares."""

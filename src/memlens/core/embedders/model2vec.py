@@ -101,10 +101,7 @@ class Model2VecEmbedder(_LocalModelEmbedder):
 
     def _extra_info(self) -> dict[str, object]:
         return {
-            "path": str(self._folder),
-            "source": self._source,
-            "size_bytes": self._size,
-            "max_length": self._max_length,
+            **self._folder_info(self._source),
             "vocab_size": len(self._model.tokens),
             "embedding_dtype": str(self._model.embedding.dtype),
             "library": f"model2vec {self._lib_version}",
@@ -176,10 +173,7 @@ class StaticEmbedder(_LocalModelEmbedder):
 
     def _extra_info(self) -> dict[str, object]:
         details: dict[str, object] = {
-            "path": str(self._folder),
-            "source": "bundled",
-            "size_bytes": self._size,
-            "max_length": self._max_length,
+            **self._folder_info("bundled"),
             "loader": "memlens.core.static_model (tokenizers + numpy)",
             "semantic": True,
         }

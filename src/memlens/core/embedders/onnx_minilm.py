@@ -11,7 +11,6 @@ building the embedder (and starting the CLI) stays cheap.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -31,6 +30,7 @@ from .base import (
     _dist_version,
     _LocalModelEmbedder,
     _major_minor,
+    files_digest,
 )
 
 MINILM_MODEL_NAME: Final = "minilm-l6-v2-int8"
@@ -106,24 +106,6 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise EmbedderUnavailable(f"the minilm embedder cannot read {path}: {exc}") from None
     return data if isinstance(data, dict) else {}
-
-
-def _files_digest(folder: Path, names: Sequence[str]) -> tuple[str, int]:
-    """Hash the named files (names and contents): only what changes the vectors.
-
-    Unlike the digest of the whole folder, editing NOTICE or the verification numbers
-    in meta.json does not change the fingerprint (and re-project everything).
-    """
-    h = hashlib.sha256()
-    total = 0
-    for name in names:
-        h.update(name.encode("utf-8") + b"\0")
-        with (folder / name).open("rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-                total += len(block)
-        h.update(b"\0")
-    return h.hexdigest()[:16], total
 
 
 def _meta_int(meta: dict[str, Any], key: str, default: int) -> int:
@@ -253,7 +235,9 @@ class OnnxMiniLMEmbedder(_LocalModelEmbedder):
         self._folder = folder
         self._dim = dim
         self._max_length = max_length
-        self._digest, self._size = _files_digest(folder, (_MODEL_FILE, _TOKENIZER_FILE))
+        # Only what changes the vectors: editing NOTICE or meta.json does not change
+        # the fingerprint (and re-project everything).
+        self._digest, self._size = files_digest(folder, (_MODEL_FILE, _TOKENIZER_FILE))
 
     # ------------------------------------------------------------------ identity
 
@@ -279,10 +263,7 @@ class OnnxMiniLMEmbedder(_LocalModelEmbedder):
 
     def _extra_info(self) -> dict[str, object]:
         return {
-            "path": str(self._folder),
-            "source": self._source,
-            "size_bytes": self._size,
-            "max_length": self._max_length,
+            **self._folder_info(self._source),
             "pool_windows": self._pool_windows,
             "quantization": self._quantization,
             "threads": self._threads,

@@ -116,11 +116,8 @@ class SentenceTransformersEmbedder(_LocalModelEmbedder):
 
     def _extra_info(self) -> dict[str, object]:
         return {
-            "path": str(self._folder),
-            "source": self._source,
-            "size_bytes": self._size,
+            **self._folder_info(self._source),
             "device": self._device,
-            "max_length": self._max_length,
             "library": f"sentence-transformers {self._lib_version}",
             "semantic": True,
         }
