@@ -377,3 +377,52 @@ def test_doctor_reports_unfinished_work(tmp_path: Path) -> None:
     assert run_cli("project", "--db", str(db), env=env).returncode == 0
     after = json.loads(run_cli("doctor", "--db", str(db), "--json", env=env).stdout)
     assert after["notices"] == [] and after["ok"] is True
+
+
+# -- install-key problems (issue 16): one line, exit 2, the key and the database untouched --
+
+
+def _bad_key(kind: str, tmp_path: Path) -> Path:
+    if kind == "wrong-size":
+        p = tmp_path / "short.key"
+        p.write_bytes(b"\x01" * 7)
+        p.chmod(0o600)
+    elif kind == "directory":
+        p = tmp_path / "keydir"
+        p.mkdir()
+    else:  # dangling symbolic link
+        p = tmp_path / "dangling.key"
+        p.symlink_to(tmp_path / "missing-target")
+    return p
+
+
+@pytest.mark.parametrize("kind", ["wrong-size", "directory", "dangling-symlink"])
+def test_install_key_problem_is_one_line_exit_2(kind: str, corpus_db: Path, tmp_path: Path) -> None:
+    key = _bad_key(kind, tmp_path)
+    before = key.read_bytes() if key.is_file() else None
+    docs_before = _doc_paths(corpus_db)
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    (mem / "MEMORY.md").write_text("# Index\n\n- [notes](notes.md)\n", encoding="utf-8")
+    p = run_cli("ingest", str(mem), "--db", str(corpus_db),
+                env={**ENV, "MEMLENS_INSTALL_KEY_FILE": str(key)})
+    assert p.returncode == 2, p.stderr
+    line = _one_line(p)
+    assert str(key) in line and "install key" in line
+    # Nothing was replaced or half-written: the bad key is as it was, the store unchanged.
+    if before is not None:
+        assert key.read_bytes() == before
+    assert key.is_symlink() == (kind == "dangling-symlink")
+    assert _doc_paths(corpus_db) == docs_before
+
+
+def test_readable_install_key_warning_is_one_line(tmp_path: Path) -> None:
+    key = tmp_path / "install.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o644)
+    p = run_cli("ingest", str(CORPUS), "--db", str(tmp_path / "m.db"),
+                env={**ENV, "MEMLENS_INSTALL_KEY_FILE": str(key)})
+    assert p.returncode == 0, p.stderr
+    line = _one_line(p)
+    assert line.startswith("memlens: warning: install key") and "0600" in line
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600

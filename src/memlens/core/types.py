@@ -34,6 +34,7 @@ from .doctor import Problem
 from .embedding import EmbedderUnavailable, EmbeddingError
 from .indexfile import IndexWarning
 from .ingest import FileChange, IngestReport
+from .installkey import InstallKeyError
 from .preview import QueryEffect
 from .projection import ProjectionOutcome, ProjectionReport
 from .search import MODES, NO_WORD_NOTE, SearchError, SearchHit, SearchResult
@@ -48,7 +49,8 @@ __all__ = [
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FilterIndex",
-    "IndexWarning", "IngestOutcome", "IngestReport", "MODES", "MemoryRoot", "NO_WORD_NOTE",
+    "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
+    "NO_WORD_NOTE",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from memlens.core.types import (
     DatabaseError,
     EmbedderUnavailable,
     FileChange,
+    InstallKeyError,
     StorageError,
     UsageError,
 )
@@ -366,8 +368,15 @@ def _join_dash_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Warnings reach the user as one ``memlens: warning: ...`` line, not Python's two."""
+    _err(f"warning: {message}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(_join_dash_values(_default_to_tui(
         parser, list(sys.argv[1:] if argv is None else argv))))
@@ -389,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         _err(str(exc))
         return exc.code
-    except (DatabaseError, ConfigError) as exc:
+    except (DatabaseError, ConfigError, InstallKeyError) as exc:
         _err(str(exc))
         return EXIT_USAGE
     except StorageError as exc:  # disk full, I/O error, damage found mid-way: one line
