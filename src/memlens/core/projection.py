@@ -195,6 +195,8 @@ def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
 
 
 HEADING_LABEL_MAX_CHARS = 600
+# Documents per embed call and write transaction (each in its own SAVEPOINT).
+PROJECT_TXN_DOCS = 256
 
 
 def heading_label(heading_path: Sequence[str]) -> str:
@@ -220,9 +222,14 @@ def _embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder:
     vecs = np.zeros((n, embedder.dim), dtype=np.float32)
     missing: list[int] = []
     cached = 0
+    found: dict[str, bytes] = {}
+    keys = sorted({c["embed_key"] for c in chunks})
+    for k in range(0, len(keys), 5000):  # one statement per slice, not one per chunk
+        found.update((str(r[0]), bytes(r[1])) for r in conn.execute(
+            "SELECT chunk_hash, vector FROM embedding_cache WHERE fingerprint=? AND chunk_hash IN"
+            " (SELECT value FROM json_each(?))", (fingerprint, json.dumps(keys[k:k + 5000]))))
     for i, c in enumerate(chunks):
-        blob = scalar(conn, "SELECT vector FROM embedding_cache WHERE chunk_hash=? AND fingerprint=?",
-                      (c["embed_key"], fingerprint))
+        blob = found.get(c["embed_key"])
         if blob is not None and len(blob) == 4 * embedder.dim:
             vecs[i] = np.frombuffer(blob, dtype=np.float32)
             cached += 1
@@ -290,6 +297,67 @@ def optimize_fts(conn: apsw.Connection) -> None:
         conn.execute("INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts) VALUES('optimize')")
 
 
+def _load_chunks(conn: apsw.Connection, rev_id: int) -> list[dict[str, Any]]:
+    """A revision's chunks with their node text, heading label and cache key."""
+    chunks = rows(conn, "SELECT id, ordinal, heading_path, text, chunk_hash FROM memory_chunks"
+                  " WHERE revision_id=? ORDER BY ordinal", (rev_id,))
+    for c in chunks:
+        hp = json.loads(c["heading_path"])
+        c["heading"] = heading_label(hp)
+        c["node_text"] = node_text(hp, c["text"])
+        # The cache key covers what is embedded (heading path + text), not just the text.
+        c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()
+    return chunks
+
+
+def _has_prunable(conn: apsw.Connection, doc_id: int, rev_id: int) -> bool:
+    """Whether the document has any revision besides ``rev_id`` (a first projection has none)."""
+    return scalar(conn, "SELECT 1 FROM memory_revisions WHERE document_id=? AND id<>? LIMIT 1",
+                  (doc_id, rev_id)) is not None
+
+
+def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str, Any]],
+          vecs: Any, cache_rows: list[tuple[str, bytes]], space: str | None,
+          fingerprint: str, now: Clock) -> bool:
+    """Replace a document's nodes inside the caller's transaction; False if it is discarded."""
+    doc = get_document(conn, doc_id)
+    if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
+        return False
+    delete_nodes(conn, doc_id)
+    t = now()
+    for c, v in zip(chunks, vecs, strict=True):
+        conn.execute(
+            "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
+            " logical_path, heading, text, doc_type, vector_space, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (doc_id, rev_id, c["ordinal"], doc["repository"], doc["logical_path"],
+             c["heading"], c["node_text"], doc["doc_type"], space, t))
+        node_id = conn.last_insert_rowid()
+        faults.checkpoint("projection.node")
+        conn.execute(
+            f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
+            " doc_type) VALUES (?,?,?,?)",
+            (node_id, v.tobytes(), doc["repository"], doc["doc_type"] or ""))
+        faults.checkpoint("projection.vector")
+        conn.execute("INSERT INTO knowledge_node_memory_chunks(node_id, chunk_id)"
+                     " VALUES (?,?)", (node_id, c["id"]))
+        faults.checkpoint("projection.junction")
+    conn.executemany(
+        "INSERT OR IGNORE INTO embedding_cache(chunk_hash, fingerprint, vector, created_at)"
+        " VALUES (?,?,?,?)", [(k, fingerprint, b, t) for k, b in cache_rows])
+    conn.execute(
+        "UPDATE memory_documents SET active_revision_id=?, projection_status='ready',"
+        " projection_error=NULL, projection_attempts=0, projection_owner=NULL,"
+        " projection_next_attempt_at=NULL, projection_updated_at=? WHERE id=?",
+        (rev_id, t, doc_id))
+    conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='ready'"
+                 " WHERE id=?", (fingerprint, rev_id))
+    if _has_prunable(conn, doc_id, rev_id):
+        prune_unused_chunks(conn, doc_id)
+    faults.checkpoint("projection.swap")
+    return True
+
+
 def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embedder,
                 now: Clock, owner: str, retry_base: float = 5.0,
                 retry_cap: float = 3600.0) -> ProjectionOutcome:
@@ -299,60 +367,118 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
         doc = get_document(conn, doc_id)
         if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
             return ProjectionOutcome(doc_id, rev_id, "discarded")
-        chunks = rows(conn, "SELECT id, ordinal, heading_path, text, chunk_hash FROM memory_chunks"
-                      " WHERE revision_id=? ORDER BY ordinal", (rev_id,))
-        for c in chunks:
-            hp = json.loads(c["heading_path"])
-            c["heading"] = heading_label(hp)
-            c["node_text"] = node_text(hp, c["text"])
-            # The cache key covers what is embedded (heading path + text), not just the text.
-            c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()
+        chunks = _load_chunks(conn, rev_id)
         space = ensure_vector_space(conn, fingerprint, embedder.dim, embedder.metric, now) \
             if chunks else None
         faults.checkpoint("projection.embed")
         vecs, cache_rows, cached = _embed_chunks(conn, chunks, embedder, fingerprint)
         with write_txn(conn):
-            doc = get_document(conn, doc_id)
-            if doc is None or doc["tombstoned_at"] is not None \
-                    or doc["current_revision_id"] != rev_id:
+            if not _swap(conn, doc_id, rev_id, chunks, vecs, cache_rows, space, fingerprint, now):
                 return ProjectionOutcome(doc_id, rev_id, "discarded")
-            delete_nodes(conn, doc_id)
-            t = now()
-            for c, v in zip(chunks, vecs, strict=True):
-                conn.execute(
-                    "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
-                    " logical_path, heading, text, doc_type, vector_space, created_at)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (doc_id, rev_id, c["ordinal"], doc["repository"], doc["logical_path"],
-                     c["heading"], c["node_text"], doc["doc_type"], space, t))
-                node_id = conn.last_insert_rowid()
-                faults.checkpoint("projection.node")
-                conn.execute(
-                    f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
-                    " doc_type) VALUES (?,?,?,?)",
-                    (node_id, v.tobytes(), doc["repository"], doc["doc_type"] or ""))
-                faults.checkpoint("projection.vector")
-                conn.execute("INSERT INTO knowledge_node_memory_chunks(node_id, chunk_id)"
-                             " VALUES (?,?)", (node_id, c["id"]))
-                faults.checkpoint("projection.junction")
-            conn.executemany(
-                "INSERT OR IGNORE INTO embedding_cache(chunk_hash, fingerprint, vector, created_at)"
-                " VALUES (?,?,?,?)", [(k, fingerprint, b, t) for k, b in cache_rows])
-            conn.execute(
-                "UPDATE memory_documents SET active_revision_id=?, projection_status='ready',"
-                " projection_error=NULL, projection_attempts=0, projection_owner=NULL,"
-                " projection_next_attempt_at=NULL, projection_updated_at=? WHERE id=?",
-                (rev_id, t, doc_id))
-            conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='ready'"
-                         " WHERE id=?", (fingerprint, rev_id))
-            prune_unused_chunks(conn, doc_id)
-            faults.checkpoint("projection.swap")
         return ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
                                  embedded=len(cache_rows), cached=cached)
     except Exception as exc:  # every failure is recorded, none escapes
         msg = _describe(exc)
         return _record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
                                fingerprint)
+
+
+def _swap_batch(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[str, Any]]]],
+                vecs: Any, cache_rows: list[tuple[str, bytes]], space: str | None,
+                fingerprint: str, now: Clock) -> list[tuple[str, int, str | None]]:
+    """All swaps in ONE transaction, each document inside its own SAVEPOINT.
+
+    Returns per document (result, new cache rows, error). A failing document rolls back
+    only its savepoint; an error that ends the whole transaction propagates."""
+    by_key = dict(cache_rows)
+    results: list[tuple[str, int, str | None]] = []
+    try:
+        _swap_all(conn, prepared, vecs, by_key, space, fingerprint, now, results)
+    except Exception as exc:
+        raise _BatchLost(len(results), _describe(exc)) from exc
+    return results
+
+
+class _BatchLost(Exception):
+    """The batch transaction ended as a whole while swapping document ``index``."""
+
+    def __init__(self, index: int, msg: str) -> None:
+        super().__init__(msg)
+        self.index = index
+        self.msg = msg
+
+
+def _swap_all(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[str, Any]]]],
+              vecs: Any, by_key: dict[str, bytes], space: str | None, fingerprint: str,
+              now: Clock, results: list[tuple[str, int, str | None]]) -> None:
+    with write_txn(conn):
+        off = 0
+        for doc_id, rev_id, chunks in prepared:
+            n = len(chunks)
+            keys = {c["embed_key"] for c in chunks if c["embed_key"] in by_key}
+            mine = [(k, by_key[k]) for k in sorted(keys)]
+            # The savepoint nests in the batch transaction; it is never the only guard.
+            nested = conn.in_transaction
+            if nested:
+                conn.execute("SAVEPOINT projection_doc")
+            try:
+                ok = _swap(conn, doc_id, rev_id, chunks, vecs[off:off + n], mine, space,
+                           fingerprint, now)
+                if nested:
+                    conn.execute("RELEASE projection_doc")
+                results.append(("ready" if ok else "discarded", len(mine), None))
+            except Exception as exc:
+                if not (nested and conn.in_transaction):
+                    raise
+                conn.execute("ROLLBACK TO projection_doc")
+                conn.execute("RELEASE projection_doc")
+                results.append(("failed", 0, _describe(exc)))
+            off += n
+
+
+def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], embedder: Embedder,
+                  now: Clock, owner: str, retry_base: float = 5.0,
+                  retry_cap: float = 3600.0) -> list[ProjectionOutcome]:
+    """Project claimed documents with one embed call and one write transaction.
+
+    Each document stays all-or-nothing (a SAVEPOINT each); a failing document is recorded
+    exactly as :func:`project_one` records it. If the embed call fails or the transaction
+    is lost as a whole, every document of the batch is projected on its own instead, so a
+    failure is still attributed to the document that caused it."""
+    if len(claimed) <= 1:
+        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
+                for d, r in claimed]
+    fingerprint = embedder.fingerprint()
+    try:
+        prepared = [(d, r, _load_chunks(conn, r)) for d, r in claimed]
+        all_chunks = [c for _, _, cs in prepared for c in cs]
+        space = ensure_vector_space(conn, fingerprint, embedder.dim, embedder.metric, now) \
+            if all_chunks else None
+        faults.checkpoint("projection.embed")
+        vecs, cache_rows, _cached = _embed_chunks(conn, all_chunks, embedder, fingerprint)
+    except Exception:  # one document's failure must not fail or mislabel the others
+        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
+                for d, r in claimed]
+    try:
+        results = _swap_batch(conn, prepared, vecs, cache_rows, space, fingerprint, now)
+    except _BatchLost as lost:
+        # The document being swapped failed as today; the others lost only their turn.
+        return [_record_failure(conn, d, r, lost.msg, now, retry_base, retry_cap, fingerprint)
+                if i == lost.index else
+                project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
+                for i, (d, r) in enumerate(claimed)]
+    outcomes: list[ProjectionOutcome] = []
+    for (doc_id, rev_id, chunks), (result, embedded, err) in zip(prepared, results, strict=True):
+        if err is not None:
+            outcomes.append(_record_failure(conn, doc_id, rev_id, err, now, retry_base,
+                                            retry_cap, fingerprint))
+        elif result == "discarded":
+            outcomes.append(ProjectionOutcome(doc_id, rev_id, "discarded"))
+        else:
+            outcomes.append(ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
+                                              embedded=embedded,
+                                              cached=len(chunks) - embedded))
+    return outcomes
 
 
 def _describe(exc: BaseException) -> str:
@@ -405,10 +531,11 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
                         exclude=attempted)
         if not claimed:
             break
-        for doc_id, rev_id in claimed:
-            attempted.add((doc_id, rev_id))
-            o = project_one(conn, doc_id, rev_id, embedder, now, owner, retry_base, retry_cap)
-            report.outcomes.append(o)
-            if on_progress:
-                on_progress(o)
+        attempted.update(claimed)
+        for i in range(0, len(claimed), PROJECT_TXN_DOCS):
+            part = claimed[i:i + PROJECT_TXN_DOCS]
+            for o in project_batch(conn, part, embedder, now, owner, retry_base, retry_cap):
+                report.outcomes.append(o)
+                if on_progress:
+                    on_progress(o)
     return report

@@ -1,0 +1,100 @@
+"""Batched projection: one embed call and one transaction per batch, each document
+all-or-nothing inside its SAVEPOINT, no prune on a first projection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memlens.core import faults
+from memlens.core import projection as proj
+from memlens.core.sources import roots_for_path
+
+
+def _write(tree: Any, n: int, word: str = "alpha") -> None:
+    for i in range(n):
+        tree.write(f"t{i}.md", f"# Topic {i}\n\nThe {word} note number {i} about gateways.\n\n"
+                   f"## Part\n\nMore {word} text {i}.\n")
+
+
+def _status(svc: Any) -> dict[int, tuple[str, Any, Any]]:
+    return {int(r[0]): (str(r[1]), r[2], r[3]) for r in svc.conn().execute(
+        "SELECT id, projection_status, active_revision_id, current_revision_id"
+        " FROM memory_documents")}
+
+
+def test_one_embed_call_per_batch(make_service: Any, tree: Any) -> None:
+    _write(tree, 6)
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects), project=False)
+    calls: list[int] = []
+    real = svc.embedder.embed_documents
+
+    def counting(texts: list[str]) -> Any:
+        calls.append(len(texts))
+        return real(texts)
+
+    svc.embedder.embed_documents = counting
+    rep = svc.project()
+    assert rep.count("ready") == 6
+    nodes = svc.conn().execute("SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0]
+    assert nodes >= 6 and calls == [nodes]  # every chunk of the batch in one call
+    assert svc.doctor()[1] == []
+
+
+def test_failing_document_rolls_back_only_itself(make_service: Any, tree: Any) -> None:
+    _write(tree, 4)
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects))
+    before = _status(svc)
+    _write(tree, 4, word="kites")
+    fired: list[str] = []
+
+    def boom(step: str) -> None:
+        if step == "projection.vector" and not fired:
+            fired.append(step)
+            raise faults.InjectedFault(step)
+
+    faults.set_hook(boom)
+    try:
+        svc.ingest(roots_for_path(tree.projects))
+    finally:
+        faults.set_hook(None)
+    after = _status(svc)
+    stale = [d for d, (st, _, _) in after.items() if st == "stale"]
+    assert len(stale) == 1
+    d = stale[0]
+    # the failed re-index keeps the last good projection visible
+    assert after[d][1] == before[d][1] != after[d][2]
+    assert all(st == "ready" and act == cur for k, (st, act, cur) in after.items() if k != d)
+    row = svc.conn().execute("SELECT projection_error, projection_attempts FROM memory_documents"
+                             " WHERE id=?", (d,)).fetchone()
+    assert "InjectedFault" in row[0] and row[1] == 1
+    assert len(svc.search("kites", mode="lexical", k=20).hits) == 3
+    assert svc.doctor()[1] == []
+
+
+def test_no_prune_on_first_projection(make_service: Any, tree: Any,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    pruned: list[int] = []
+    real = proj.prune_unused_chunks
+
+    def spy(conn: Any, doc_id: int) -> None:
+        pruned.append(doc_id)
+        real(conn, doc_id)
+
+    monkeypatch.setattr(proj, "prune_unused_chunks", spy)
+    _write(tree, 3)
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects))
+    assert pruned == []
+    tree.write("t0.md", "# Topic 0\n\nReplaced entirely.\n")
+    svc.ingest(roots_for_path(tree.projects))
+    assert len(pruned) == 1
+    old = svc.conn().execute(
+        "SELECT COUNT(*) FROM memory_chunks c JOIN memory_revisions r ON r.id=c.revision_id"
+        " JOIN memory_documents d ON d.id=r.document_id WHERE d.id=? AND r.id<>d.current_revision_id",
+        (pruned[0],)).fetchone()[0]
+    assert old == 0
+    assert svc.doctor()[1] == []
