@@ -49,6 +49,7 @@ from .screens.browser import BrowserScreen
 from .screens.help import HelpScreen
 from .screens.rechunk import RechunkRequest, dialog_for
 from .screens.search import SearchScreen, next_mode
+from .theme import install_themes, toggled
 from .widgets.debounce import Debouncer
 from .widgets.doc_tree import DocumentTree
 from .widgets.fmt import shorten_middle
@@ -99,6 +100,7 @@ class MemlensApp(AppWorkers):
                 there to try the watcher).
         """
         super().__init__()
+        install_themes(self)
         self.service = service
         self.clock: Clock = clock or service.clock
         self.watch_enabled = watch
@@ -576,7 +578,14 @@ class MemlensApp(AppWorkers):
 
     def action_toggle_dark(self) -> None:
         """Switch between the dark and the light theme."""
-        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+        self.theme = toggled(self.current_theme.dark)
+
+    def action_toggle_tree(self) -> None:
+        """Hide or show the document tree (the detail pane takes the width)."""
+        self._browser.toggle_tree()
+    def action_resize_tree(self, step: int = 1) -> None:
+        """Widen (``step`` > 0) or narrow the document tree."""
+        self._browser.resize_tree(step)
 
     def action_reload(self) -> None:
         """Re-read everything (a toast confirms once the list is back)."""

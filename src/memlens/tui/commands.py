@@ -16,7 +16,7 @@ Command = tuple[str, str, str]
 BROWSER_ACTIONS = frozenset({
     "focus_filter", "search", "toggle_tombstoned", "rechunk", "rechunk_all",
     "retry_projection", "next_chunk", "previous_chunk", "show_tab", "escape", "reload",
-    "focus_pane", "open_best_match",
+    "focus_pane", "open_best_match", "toggle_tree", "resize_tree",
 })
 """Actions that act on the browser; off while search, a dialog or help is on top."""
 
@@ -34,8 +34,12 @@ def _global_commands(app: MemlensApp) -> list[Command]:
          "toggle tombstoned documents in the tree", "toggle_tombstoned"),
         ("Rechunk all documents…", "pick a chunker config and apply it to every live "
          "document", "rechunk_all"),
-        ("Toggle dark / light theme", "switch between textual-dark and textual-light",
+        ("Toggle dark / light theme", "switch between memlens-dark and memlens-light"
+         " (text at WCAG AA contrast)",
          "toggle_dark"),
+        ("Hide / show the tree", "z: the detail pane takes the whole width", "toggle_tree"),
+        ("Wider tree", ">: or drag the divider", "resize_tree(1)"),
+        ("Narrower tree", "<", "resize_tree(-1)"),
         ("Reload", "re-read everything from the database", "reload"),
         ("Show chunks", "chunk boundaries of the selected document", "show_tab('chunks')"),
         ("Show timeline", "revisions and diffs of the selected document",

@@ -12,16 +12,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from ..messages import DetailView, DocumentsLoaded
+from ..theme import install_themes, memlens_theme
 from ..widgets.chunk_view import ChunkView
 from ..widgets.doc_tree import DocumentTree
 from ..widgets.file_map import FileMap
@@ -33,15 +35,46 @@ from ..widgets.fmt import (
     human_size,
     plural,
     short_hash,
+    shorten_middle,
     tidy_runs,
     timestamp,
 )
+from ..widgets.pane_divider import PaneDivider
 from ..widgets.projection_panel import ProjectionPanel
 from ..widgets.status_bar import StatusBar
 from ..widgets.timeline import TimelineView
 
 if TYPE_CHECKING:
     from ..app import MemlensApp
+
+NARROW_BELOW = 100
+"""Terminals narrower than this get the one-column layout: the tree above the detail."""
+
+TREE_MIN, DETAIL_MIN = 16, 36
+"""Narrowest tree and detail pane (cells) the resize keys and the divider allow."""
+
+TREE_STEP, TREE_ROW_STEP = 4, 2
+"""What one ``<``/``>`` press changes: columns side by side, rows stacked."""
+
+
+def default_tree_width(screen_width: int) -> int:
+    """The tree's width before the user resizes it: 45% of the screen, 30 to 54 cells."""
+    return max(30, min(54, screen_width * 45 // 100))
+
+
+def default_tree_rows(main_height: int) -> int:
+    """The stacked tree's height before the user resizes it: a third, at least 6 rows."""
+    return max(6, main_height // 3)
+
+
+def clamp_tree_width(width: int, screen_width: int) -> int:
+    """A tree width that leaves the detail pane at least ``DETAIL_MIN`` cells."""
+    return max(TREE_MIN, min(width, screen_width - DETAIL_MIN - 1))
+
+
+def clamp_tree_rows(rows: int, main_height: int) -> int:
+    """A stacked tree height that leaves the detail pane at least 8 rows."""
+    return max(3, min(rows, main_height - 9))
 
 
 class BrowserScreen(Screen[None]):
@@ -68,7 +101,18 @@ class BrowserScreen(Screen[None]):
         Binding("escape", "app.escape", "Back", show=False),
         Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
         Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
+        Binding("less_than_sign", "resize_tree(-1)", "Narrower tree", show=False),
+        Binding("greater_than_sign", "resize_tree(1)", "Wider tree", show=False),
+        Binding("z", "toggle_tree", "Tree", show=False),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        # The tree pane's size once the user changed it (None: the default for the
+        # terminal); kept on the screen, which lives as long as the app.
+        self.tree_width: int | None = None
+        self.tree_rows: int | None = None
+        self.tree_collapsed = False
 
     @property
     def memlens(self) -> MemlensApp:
@@ -88,6 +132,7 @@ class BrowserScreen(Screen[None]):
                 yield Input(placeholder="Filter documents  (/)", id="filter")
                 yield Static("", id="filter-info")
                 yield DocumentTree(id="tree")
+            yield PaneDivider(id="divider")
             with Vertical(id="detail"):
                 yield Static("", id="doc-title")
                 yield Static("", id="doc-warnings")
@@ -105,7 +150,106 @@ class BrowserScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """The widgets exist: the app starts loading."""
+        install_themes(self.app)
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        self._apply_layout()
         self.memlens.browser_mounted()
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Textual's own dark/light (the palette's picker) become memlens' readable ones."""
+        wanted = memlens_theme(theme.name)
+        if wanted != theme.name:
+            self.app.theme = wanted
+            return
+        # Lines drawn from theme variables are resolved when drawn: draw them again.
+        self.status_bar.refresh()
+        if self.memlens.detail is not None:
+            self.render_title(self.memlens.detail)
+            self.render_warnings(self.memlens.detail)
+
+    # -- pane sizes -------------------------------------------------------------
+    @property
+    def narrow(self) -> bool:
+        """The one-column layout (tree above detail) is on."""
+        return self.size.width < NARROW_BELOW
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Switch between side by side and stacked; re-fit the title."""
+        self._apply_layout()
+        if self.memlens.detail is not None:
+            self.call_after_refresh(self.render_title, self.memlens.detail)
+
+    def _apply_layout(self) -> None:
+        """Size the tree pane for the terminal, the user's choice and the collapse."""
+        narrow = self.narrow
+        self.set_class(narrow, "-narrow")
+        self.set_class(self.tree_collapsed, "-tree-collapsed")
+        sidebar = self.query_one("#sidebar")
+        main = self.query_one("#main")
+        self.filter_input.compact = narrow
+        main.styles.layout = "vertical" if narrow else "horizontal"
+        if narrow:
+            height = self._main_height()
+            rows = self.tree_rows if self.tree_rows is not None else default_tree_rows(height)
+            sidebar.styles.width = "100%"
+            sidebar.styles.height = clamp_tree_rows(rows, height)
+        else:
+            width = self.size.width
+            cols = self.tree_width if self.tree_width is not None else default_tree_width(width)
+            sidebar.styles.width = clamp_tree_width(cols, width)
+            sidebar.styles.height = "100%"
+
+    def _main_height(self) -> int:
+        # Header, status bar and footer take a row each (the status bar may take more).
+        return max(10, self.size.height - 3)
+
+    def resize_tree(self, step: int) -> None:
+        """Make the tree pane wider/taller (``step`` 1) or narrower/shorter (-1)."""
+        if self.tree_collapsed:
+            self.toggle_tree()
+            return
+        sidebar = self.query_one("#sidebar")
+        if self.narrow:
+            rows = clamp_tree_rows(sidebar.outer_size.height + step * TREE_ROW_STEP,
+                                   self._main_height())
+            self.tree_rows = rows
+        else:
+            self.tree_width = clamp_tree_width(sidebar.outer_size.width + step * TREE_STEP,
+                                               self.size.width)
+        self._apply_layout()
+
+    def action_resize_tree(self, step: int) -> None:
+        """``<`` / ``>``: narrower or wider tree (shorter or taller when stacked)."""
+        self.resize_tree(step)
+
+    def toggle_tree(self) -> None:
+        """Hide the tree (the detail takes the whole width) or show it again."""
+        self.tree_collapsed = not self.tree_collapsed
+        if self.tree_collapsed:
+            # Focus leaves the tree before it hides (else Textual moves it to the
+            # filter, which would show the tree again).
+            focused = self.focused
+            if focused is None or self.query_one("#sidebar") in focused.ancestors_with_self:
+                self.focus_detail()
+        self._apply_layout()
+        self.notify("tree hidden: z shows it" if self.tree_collapsed else "tree shown",
+                    timeout=2)
+
+    def action_toggle_tree(self) -> None:
+        """``z``: hide or show the document tree."""
+        self.toggle_tree()
+
+    @on(PaneDivider.Dragged)
+    def _divider_dragged(self, message: PaneDivider.Dragged) -> None:
+        main = self.query_one("#main")
+        self.tree_width = clamp_tree_width(message.x - main.region.x, self.size.width)
+        self._apply_layout()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Focusing the hidden tree or filter (Tab, ``/``) shows the tree again."""
+        if self.tree_collapsed and \
+                self.query_one("#sidebar") in event.widget.ancestors_with_self:
+            self.toggle_tree()
 
     @property
     def doc_tree(self) -> DocumentTree:
@@ -240,8 +384,10 @@ class BrowserScreen(Screen[None]):
         doc = d.document
         status = self.display_status(d)
         fm = doc.get("front_matter") or {}
+        repo, path = fit_path(doc["repository"], doc["path"],
+                              title.content_region.width or self.size.width)
         parts: list[Any] = [
-            (f"{doc['repository']}/", "$text-muted"), (doc["path"], "bold"), "\n",
+            (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
             (f"{glyph(status)} {status}", STATUS_STYLES.get(status, "")),
             f" · {plural(len(d.chunks), 'chunk')} · {human_size(doc['size'])}",
         ]
@@ -335,6 +481,15 @@ class BrowserScreen(Screen[None]):
             ("  bytes ", "$text-muted"), f"{c.start_byte}–{c.end_byte}",
             ("  hash ", "$text-muted"), short_hash(c.hash, 16),
             "  ", (node_txt, "$text-muted" if node is None else "")])))
+
+
+def fit_path(repository: str, path: str, room: int) -> tuple[str, str]:
+    """Repository and path shortened from the middle (the repository first) so that
+    ``repository/path`` fits ``room`` cells on one line instead of folding mid-name."""
+    if len(repository) + 1 + len(path) <= room:
+        return repository, path
+    repository = shorten_middle(repository, max(8, room - 1 - len(path)))
+    return repository, shorten_middle(path, max(8, room - 1 - len(repository)))
 
 
 def _chunk_index(d: DetailView, ordinal: int | None) -> int | None:

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -15,11 +15,13 @@ from ..widgets.fmt import STATUS_GLYPHS, STATUS_STYLES, WARNING_GLYPH
 
 KEYS: list[tuple[str, str]] = [
     ("/", "filter documents: file name, path, heading, name; `tidewater` picks a repository"),
-    ("  enter  esc", "in the filter: open the best match / return to the tree"),
+    ("enter  esc", "in the filter: open the best match / return to the tree"),
     ("s", "live search (hybrid; ctrl+t cycles hybrid/lexical/vector; enter opens the hit)"),
     ("↑ ↓ → ← enter", "move in the tree, expand/collapse, open a folder's next page"),
     ("j k  g G", "down / up, first / last (tree rows; chunks in the chunk view)"),
     ("tab shift+tab", "next / previous pane: tree, the shown tab, filter"),
+    ("< >", "narrower / wider tree (shorter / taller when stacked); or drag the divider"),
+    ("z", "hide / show the tree (the detail takes the whole width)"),
     ("1 2 3", "chunks / timeline / projection tab"),
     ("n p  ] [", "next / previous chunk"),
     ("c", "rechunk the selected document (or all) with a preview"),
@@ -34,12 +36,9 @@ KEYS: list[tuple[str, str]] = [
 ]
 
 
-def help_content(db_path: str, demo_note: str = "") -> Content:
-    """The help text."""
-    parts: list[Any] = [("Keys\n", "bold underline")]
-    for k, v in KEYS:
-        parts += [(f"  {k:<16}", "bold $text-accent"), f"{v}\n"]
-    parts.append(("\nProjection status\n", "bold underline"))
+def legend_content(db_path: str, demo_note: str = "") -> Content:
+    """The help text below the keys: statuses, the chunk view, layout, database."""
+    parts: list[Any] = [("Projection status\n", "bold underline")]
     meaning = {
         "ready": "searchable", "pending": "queued", "processing": "being projected",
         "failed": "failed, not searchable", "stale": "older projection still served",
@@ -53,6 +52,9 @@ def help_content(db_path: str, demo_note: str = "") -> Content:
     parts.append("  bands alternate per chunk; gutter: #ordinal, token count, ↑ovl = overlap\n"
                  "  with the previous chunk; ▌ marks the selected chunk; the bar is tokens\n"
                  "  against max_tokens (red when over).\n")
+    parts.append(("\nLayout\n", "bold underline"))
+    parts.append("  under 100 columns the tree sits above the detail pane; the tree's size\n"
+                 "  (< > or a drag) is kept until you quit.\n")
     parts.append(("\nDatabase\n", "bold underline"))
     parts.append(f"  {db_path}\n")
     if demo_note:
@@ -74,6 +76,12 @@ class HelpScreen(ModalScreen[None]):
             width: 100; max-width: 95%; height: 36; max-height: 95%;
             border: thick $primary; background: $surface; padding: 0 1;
         }
+        /* Key | what it does: a description wraps under itself, not under the key. */
+        & .key-row { height: auto; }
+        & .key { width: 18; padding-left: 2; text-style: bold; color: $text-accent; }
+        & .what { width: 1fr; }
+        & #keys-head { text-style: bold underline; }
+        & #legend { margin-top: 1; }
     }
     """
 
@@ -83,9 +91,14 @@ class HelpScreen(ModalScreen[None]):
         self.demo_note = demo_note
 
     def compose(self) -> ComposeResult:
-        """One scrollable text."""
+        """The keys as a two-column table, then the legend; one scrollable box."""
         with VerticalScroll():
-            yield Static(help_content(self.db_path, self.demo_note))
+            yield Static("Keys", id="keys-head")
+            for key, what in KEYS:
+                with Horizontal(classes="key-row"):
+                    yield Static(key, classes="key", markup=False)
+                    yield Static(what, classes="what", markup=False)
+            yield Static(legend_content(self.db_path, self.demo_note), id="legend")
 
     def action_close(self) -> None:
         """Close the help."""

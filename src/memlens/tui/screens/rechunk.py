@@ -27,7 +27,7 @@ from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigEr
 
 from ..messages import DetailView, PreviewReady
 from ..widgets.debounce import Debouncer
-from ..widgets.fmt import heading_label, size_bar, token_stats
+from ..widgets.fmt import heading_label, size_bar, tidy_runs, token_stats
 
 PREVIEW_DEBOUNCE = 0.1
 ORIGINS = {"document": "this document's rechunk", "repository": "this repository's rechunk",
@@ -73,18 +73,31 @@ def effect_content(effects: list[QueryEffect], limit: int = 6) -> Content:
 
 
 def chunks_content(chunks: list[Chunk], max_tokens: int, limit: int = 400,
-                   head_room: int = 22) -> Content:
+                   head_room: int = 22, width: int | None = None) -> Content:
     """One line per chunk: ordinal, tokens, size bar, character span, heading path (cut
-    from its start to ``head_room`` cells) and why the chunk exists."""
+    from its start to ``head_room`` cells) and why the chunk exists.
+
+    With ``width`` (the column's cells) the heading gets the room that is left, and
+    the character span is dropped when it would leave the heading under 12 cells, so
+    a line never runs past the column.
+    """
     parts: list[Any] = []
+    bar_cells = 8 if width is None or width >= 40 else 6
+    fixed = 4 + 7 + bar_cells  # "#12 ", "  150t ", the bar
+    spans = width is None or width - fixed - 14 >= 12
+    if width is not None:
+        head_room = max(8, width - fixed - (14 if spans else 1))
     for c in chunks[:limit]:
-        bar, over = size_bar(c.tokens, max_tokens, 8)
-        head = heading_label(c.heading_path, head_room, start_char=c.start_char)
+        bar, over = size_bar(c.tokens, max_tokens, bar_cells)
         why = f"  {short_reason(c.reason)}" if c.reason and c.reason != "section" else ""
+        if width is not None and head_room - len(why) < 8:
+            why = ""  # the heading matters more than the reason
+        head = heading_label(c.heading_path, head_room - (len(why) if width else 0),
+                             start_char=c.start_char)
+        span = f" {c.start_char:>6}–{c.end_char:<6}" if spans else " "
         parts += [(f"#{c.ordinal:<3}", "bold"), f"{c.tokens:>5}t ",
                   (bar, "$text-error" if over else "$text-success"),
-                  (f" {c.start_char:>6}–{c.end_char:<6}", "$text-muted"), head,
-                  (f"{why}\n", "$text-muted")]
+                  (span, "$text-muted"), head, (f"{why}\n", "$text-muted")]
     if len(chunks) > limit:
         parts.append((f"… {len(chunks) - limit:,} more\n", "$text-muted"))
     if not chunks:
@@ -110,12 +123,16 @@ def boundary_ruler(chunks: list[Chunk], length: int, width: int = 48) -> str:
     return "".join(cells)
 
 
-def stats_line(label: str, chunks: list[Chunk], length: int) -> Content:
-    """Label, ``N chunks · tokens min/median/max a/b/c`` and the boundary ruler."""
+def stats_line(label: str, chunks: list[Chunk], length: int, width: int = 48) -> Content:
+    """Label, ``N chunks · tokens min/median/max a/b/c`` and the boundary ruler, for a
+    column ``width`` cells wide (shorter words, never wrapped, when it is narrow)."""
     n, lo, med, hi = token_stats([c.tokens for c in chunks])
-    return Content.assemble((label, "bold"),
-                            f"\n{n} chunks · tokens min/median/max {lo}/{med}/{hi}\n",
-                            (boundary_ruler(chunks, length), "$text-accent"))
+    counts = f"{n} chunks · tokens min/median/max {lo}/{med}/{hi}"
+    if len(counts) > width:
+        counts = f"{n} chunks · min/med/max {lo}/{med}/{hi}"
+    return Content.assemble((label, "bold"), f"\n{counts}\n",
+                            (boundary_ruler(chunks, length, max(8, min(48, width))),
+                             "$text-accent"))
 
 
 class RechunkDialog(ModalScreen["RechunkRequest | None"]):
@@ -134,8 +151,9 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
             border: thick $primary; background: $surface; padding: 0 1;
         }
         & #dialog-title { text-style: bold; height: 1; margin-bottom: 1; }
-        & #form { height: 3; }
-        & #form Label { padding: 1 1 0 0; width: auto; }
+        & #form, & #scope { height: 3; }
+        & #form Label, & #scope Label { padding: 1 1 0 0; width: auto; }
+        & #scope Label { padding: 1 2 0 1; }
         & #strategy { width: 20; }
         & #max-tokens, & #overlap { width: 12; }
         & #all-docs { width: auto; }
@@ -145,11 +163,28 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         & .column-body { height: 1fr; border: round $panel-lighten-2; padding: 0 1; }
         & .column-body > Static { text-wrap: nowrap; text-overflow: ellipsis; }
         & #effect { height: auto; max-height: 4; }
-        & #error { height: 1; color: $text-error; }
+        & #error { width: 1fr; height: auto; max-height: 3; padding: 1 0 0 0;
+                   color: $text-error; }
         & #buttons { height: 3; align-horizontal: right; }
         & #buttons Button { margin-left: 2; }
     }
+    /* Small terminals (e.g. 80x24): borderless fields, one row each. */
+    RechunkDialog.-compact {
+        & #dialog-title { margin-bottom: 0; }
+        & #form, & #scope, & #buttons { height: auto; }
+        & #form Label, & #scope Label { padding: 0 1 0 0; }
+        & #scope Label { padding: 0 2 0 1; }
+        & #all-docs { border: none; height: 1; padding: 0 1; }
+        & #all-docs:focus { background: $primary-muted; }
+        & #error { max-height: 2; padding: 0; }
+        & #effect { max-height: 2; }
+        & #preview { margin-top: 0; }
+        & #buttons { margin-top: 0; }
+    }
     """
+
+    COMPACT_BELOW = (100, 32)
+    """Terminals narrower or shorter than this (columns, rows) get the compact form."""
 
     def __init__(self, doc_id: int, label: str, base: ChunkerConfig, live_count: int,
                  origin: str = "settings") -> None:
@@ -162,15 +197,16 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         self.config: ChunkerConfig | None = base
         self.debouncer = Debouncer(self, PREVIEW_DEBOUNCE)
         self._key: tuple[Any, ...] | None = None
+        self._shown: PreviewReady | None = None  # drawn again when the width changes
 
     def compose(self) -> ComposeResult:
         """Form, side-by-side preview, buttons."""
         with Vertical(id="dialog"):
             yield Static(Content.assemble(("Rechunk ", "bold"), self.label), id="dialog-title")
-            yield Static(Content.assemble(
+            yield Static(Content.assemble(*tidy_runs([
                 ("now: ", "$text-muted"),
                 f"{self.base.strategy}/{self.base.max_tokens}/{self.base.overlap_tokens}",
-                (f"  — from {ORIGINS.get(self.origin, self.origin)}", "$text-muted")),
+                (f"  — from {ORIGINS.get(self.origin, self.origin)}", "$text-muted")])),
                 id="effective")
             with Horizontal(id="form"):
                 yield Label("strategy")
@@ -180,8 +216,10 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
                 yield Input(str(self.base.max_tokens), type="integer", id="max-tokens")
                 yield Label("overlap")
                 yield Input(str(self.base.overlap_tokens), type="integer", id="overlap")
-                yield Label("all documents")
+            with Horizontal(id="scope"):
                 yield Switch(False, id="all-docs")
+                yield Label("all documents")
+                yield Static("", id="error")
             with Horizontal(id="preview"):
                 with Vertical(classes="column"):
                     yield Static("current", id="current-head", classes="column-head")
@@ -192,7 +230,6 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
                     with VerticalScroll(classes="column-body"):
                         yield Static("…", id="proposed-body")
             yield Static("", id="effect")
-            yield Static("", id="error")
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Reset to default", id="reset",
@@ -201,8 +238,22 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
 
     def on_mount(self) -> None:
         """First preview with the current settings."""
+        self._fit(self.app.size.width, self.app.size.height)
         self.query_one("#max-tokens", Input).focus()
         self._changed()
+
+    def on_resize(self, event: Any) -> None:
+        """Compact form on small terminals; preview lines re-cut to the columns."""
+        self._fit(self.app.size.width, self.app.size.height)
+        if self._shown is not None:
+            self.call_after_refresh(self._draw_preview, self._shown)
+
+    def _fit(self, width: int, height: int) -> None:
+        min_w, min_h = self.COMPACT_BELOW
+        compact = width < min_w or height < min_h
+        self.set_class(compact, "-compact")
+        for widget in self.query("#strategy, #max-tokens, #overlap, Button"):
+            widget.compact = compact  # type: ignore[attr-defined]
 
     def set_all_documents(self) -> None:
         """Turn the "all documents" switch on (the palette's "Rechunk all")."""
@@ -275,19 +326,42 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         if message.error:
             self.query_one("#error", Static).update(message.error)
             return
+        self._shown = message
+        self._draw_preview(message)
+
+    def _draw_preview(self, message: PreviewReady) -> None:
+        cfg = self.config
+        if cfg is None or message.key != self._key:
+            return
         cur_max = self.base.max_tokens
         length = max([c.end_char for c in message.current + message.proposed] or [0])
+        # Both columns are equally wide; before the first layout, assume the widest.
+        width = self.query_one("#current-head", Static).content_region.width or 56
         self.query_one("#current-head", Static).update(
             stats_line(f"current ({self.base.strategy}/{cur_max}/{self.base.overlap_tokens})",
-                       message.current, length))
-        self.query_one("#current-body", Static).update(chunks_content(message.current, cur_max))
-        cfg = self.config
+                       message.current, length, width))
+        self.query_one("#current-body", Static).update(chunks_content(
+            message.current, cur_max, width=self._body_width("#current-body",
+                                                              len(message.current))))
         self.query_one("#proposed-head", Static).update(
             stats_line(f"proposed ({cfg.strategy}/{cfg.max_tokens}/{cfg.overlap_tokens})",
-                       message.proposed, length))
-        self.query_one("#proposed-body", Static).update(
-            chunks_content(message.proposed, cfg.max_tokens))
+                       message.proposed, length, width))
+        self.query_one("#proposed-body", Static).update(chunks_content(
+            message.proposed, cfg.max_tokens, width=self._body_width("#proposed-body",
+                                                                     len(message.proposed))))
         self.query_one("#effect", Static).update(effect_content(message.effects))
+
+    def _body_width(self, selector: str, rows: int) -> int:
+        """Cells a preview line may take in its box: inside the border and padding,
+        less the scrollbar when the lines will overflow the box."""
+        box = self.query_one(selector).parent
+        if not isinstance(box, VerticalScroll) or not box.size.width:
+            return 52
+        inner = box.region.shrink(box.styles.gutter).size  # the scrollbar's room included
+        width = inner.width
+        if rows > inner.height:
+            width -= box.styles.scrollbar_size_vertical
+        return max(12, width)
 
     # -- buttons ------------------------------------------------------------------
     @on(Button.Pressed, "#apply")

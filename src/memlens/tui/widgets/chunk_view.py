@@ -49,39 +49,43 @@ class _Line:
 def _wrap(line: str, width: int) -> list[tuple[int, int]]:
     """Cut one source line into (start, end) pieces of at most ``width`` cells.
 
-    Every character is kept (so offsets stay exact); a cut prefers the position
-    after the last space in the second half of the piece.
+    Every character is kept (so offsets stay exact). A piece ends after the last
+    blank that fits, so words are never split; only a word longer than the whole
+    width is cut (there is nowhere else to cut it).
     """
     n = len(line)
     if n == 0:
         return [(0, 0)]
     width = max(4, width)
-    if line.isascii():
-        if n <= width:
-            return [(0, n)]
-        out = []
-        a = 0
-        while a < n:
-            b = min(n, a + width)
-            if b < n:
-                sp = line.rfind(" ", a + width // 2, b)
-                if sp > a:
-                    b = sp + 1
-            out.append((a, b))
-            a = b
-        return out
+    ascii_line = line.isascii()  # one cell per character: no cell counting
+    if ascii_line and n <= width:
+        return [(0, n)]
     out = []
     a = 0
-    w = 0
-    for i, ch in enumerate(line):
-        cw = get_character_cell_size(ch)
-        if w + cw > width and i > a:
-            out.append((a, i))
-            a = i
-            w = 0
-        w += cw
-    out.append((a, n))
+    while a < n:
+        b = _fit(line, a, width, ascii_line)
+        if b < n and line[b] != " ":
+            sp = line.rfind(" ", a, b)
+            if sp >= a:
+                b = sp + 1
+        while b < n and line[b] == " ":
+            b += 1  # blanks after the last word stay on its line (past the edge: unseen)
+        out.append((a, b))
+        a = b
     return out
+
+
+def _fit(line: str, a: int, width: int, ascii_line: bool) -> int:
+    """The end of the longest piece from ``a`` that fits ``width`` cells (at least one
+    character)."""
+    if ascii_line:
+        return min(len(line), a + width)
+    w = 0
+    for i in range(a, len(line)):
+        w += get_character_cell_size(line[i])
+        if w > width:
+            return max(i, a + 1)
+    return len(line)
 
 
 def _clean(text: str) -> str:

@@ -18,8 +18,8 @@ from textual.widgets.option_list import Option
 
 from .fmt import chunker_label, plural, short_hash, tidy_runs, timestamp
 
-HUNK_STYLE = "#17a2b8"
-"""``@@`` hunk headers: a mid cyan readable on dark and light backgrounds."""
+HUNK_STYLE = "$text-primary"
+"""``@@`` hunk headers (a fixed cyan was 2.3:1 on the light theme's grey)."""
 
 KIND_STYLES = {
     "create": "$text-success",
@@ -71,9 +71,12 @@ def short_embedder(fp: str | None) -> str:
 class TimelineView(Vertical):
     """Revisions of the selected document and the change each one made."""
 
+    ONE_LINE_FROM = 78
+    """Revision rows take one line from this width on, two below (never folded mid-field)."""
+
     DEFAULT_CSS = """
     TimelineView {
-        & > #revisions-legend { height: 1; padding: 0 1; }
+        & > #revisions-legend { height: auto; max-height: 2; padding: 0 1; }
         & > #revisions { height: 40%; min-height: 5; border: none; }
         & > #revision-detail { height: 1fr; border-top: solid $panel-lighten-1; }
         & #revision-text { width: 1fr; }
@@ -85,6 +88,7 @@ class TimelineView(Vertical):
         self.history: list[dict[str, Any]] = []
         self.current_id: int | None = None
         self.active_id: int | None = None
+        self._one_line = True
 
     def compose(self) -> ComposeResult:
         """Revision list above, detail and diff below."""
@@ -102,14 +106,26 @@ class TimelineView(Vertical):
         self.history = history
         self.current_id = current_id
         self.active_id = active_id
-        ol = self.query_one("#revisions", OptionList)
-        ol.clear_options()
-        ol.add_options([Option(self._row(r), id=str(r["id"])) for r in history])
+        self._one_line = self.size.width == 0 or self.size.width >= self.ONE_LINE_FROM
+        self._fill(0)
         if history:
-            ol.highlighted = 0
             self.show_revision(0)
         else:
             self.query_one("#revision-text", Static).update("(no revisions)")
+
+    def _fill(self, highlighted: int | None) -> None:
+        ol = self.query_one("#revisions", OptionList)
+        ol.clear_options()
+        ol.add_options([Option(self._row(r), id=str(r["id"])) for r in self.history])
+        if self.history and highlighted is not None:
+            ol.highlighted = min(highlighted, len(self.history) - 1)
+
+    def on_resize(self, event: Any) -> None:
+        """Rows switch between one line and two (chunker and embedder below)."""
+        one_line = event.size.width >= self.ONE_LINE_FROM
+        if one_line != self._one_line:
+            self._one_line = one_line
+            self._fill(self.query_one("#revisions", OptionList).highlighted)
 
     def _row(self, r: dict[str, Any]) -> Content:
         kind = r["change_kind"]
@@ -122,7 +138,10 @@ class TimelineView(Vertical):
             (f"{kind:<8}", KIND_STYLES.get(kind, "")),
             f" {timestamp(r['observed_at'])}  ",
             (short_hash(r["content_hash"], 8), "$text-muted"),
-            f"  {chunker_label(r['chunker']['config']):<15} ",
+            # Two lines when narrow; the second starts with a glyph, not blanks (which
+            # some SVG renderers drop).
+            "  " if self._one_line else ("\n↳" + " " * 7, "$text-muted"),
+            f"{chunker_label(r['chunker']['config']):<15} ",
             (short_embedder(r["embedder"]), "$text-muted"),
             (f" {mark}", {"✓": "$text-success", "✗": "$text-error"}.get(mark, "$text-muted")),
         ]))

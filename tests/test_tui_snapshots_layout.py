@@ -1,0 +1,92 @@
+"""Snapshots of the adaptive layout at 80x24 and 120x36 (SVGs in ``snapshots/``).
+
+80x24 is under the one-column threshold (100 columns): the tree is stacked above
+the detail pane, every tab label shows, and the rechunk dialog is compact with its
+"all documents" switch on screen. 120x36 keeps the panes side by side. The light
+theme is memlens-light (text at 4.5:1 or more, see ``test_contrast.py``).
+
+Same determinism as ``test_tui_snapshots.py`` (fixed clock, no timings, settled
+workers, toasts cleared). Regenerate with
+``uv run pytest tests/test_tui_snapshots_layout.py --snapshot-update`` and look at
+every changed SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Select
+
+from memlens.tui.app import MemlensApp
+from memlens.tui.screens.rechunk import RechunkDialog
+
+from .conftest import Clock
+from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, build_scenario, settle
+from .test_tui_snapshots import Snap, keys, open_doc, quiet_app, steps
+
+SIZES = [(80, 24), (120, 36)]
+IDS = ["80x24", "120x36"]
+
+
+@pytest.fixture
+def scenario(tmp_path: Path, clock: Clock, make_service: Callable[..., Any]) -> Scenario:
+    """Every state: failed, stale, pending, tombstoned, long index, update, rechunk."""
+    return build_scenario(tmp_path, clock, make_service)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_browser(scenario: Scenario, snap_compare: Snap, size: tuple[int, int]) -> None:
+    """The browser on performance.md (overlapping windows), chunk #1 selected: at 80x24
+    the tree sits above the detail and all three tab labels show; chunk text wraps
+    between words."""
+    assert snap_compare(quiet_app(scenario), terminal_size=size,
+                        run_before=steps(open_doc(scenario, LANTERN, "performance.md"),
+                                         keys("n")))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_rechunk_dialog(scenario: Scenario, snap_compare: Snap,
+                        size: tuple[int, int]) -> None:
+    """The rechunk dialog on architecture.md with windows/100/20 and "all documents" on:
+    the form, the switch, both preview columns and the buttons are on screen."""
+
+    async def dialog(pilot: Pilot[Any]) -> None:
+        await pilot.press("c")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, RechunkDialog)
+        screen.query_one("#strategy", Select).value = "windows"
+        screen.query_one("#max-tokens", Input).value = "100"
+        screen.query_one("#overlap", Input).value = "20"
+        screen.set_all_documents()
+
+    assert snap_compare(quiet_app(scenario), terminal_size=size,
+                        run_before=steps(open_doc(scenario, TIDEWATER, "architecture.md"),
+                                         dialog))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_light_theme(scenario: Scenario, snap_compare: Snap, size: tuple[int, int]) -> None:
+    """memlens-light (`d`) with deleted documents shown: sizes, counts, the gutter and
+    the struck-through tombstoned name are dark on light grey."""
+
+    async def expand(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, MemlensApp)
+        for node in app.doc_tree.root.children:
+            node.expand()
+
+    assert snap_compare(quiet_app(scenario), terminal_size=size,
+                        run_before=steps(keys("d", "t"), expand,
+                                         open_doc(scenario, ORCHARD, "flaky-notes.md")))
+
+
+def test_tree_hidden_80x24(scenario: Scenario, snap_compare: Snap) -> None:
+    """`z` hides the tree: the timeline takes the whole 80 columns, rows unbroken."""
+    assert snap_compare(quiet_app(scenario), terminal_size=(80, 24),
+                        run_before=steps(open_doc(scenario, LANTERN, "build.md",
+                                                  tab="timeline"), keys("z")))
