@@ -75,9 +75,9 @@ class MemlensApp(AppWorkers):
         Binding("q", "quit", "Quit"),
         Binding("w", "toggle_watch", "Watch"),
         Binding("d", "toggle_dark", "Theme"),
+        Binding("E", "events", "Events"),
         Binding("question_mark", "help", "Help"),
     ]
-
     MAIN_SCREEN_ACTIONS = BROWSER_ACTIONS
 
     def __init__(self, service: MemoryService, *, clock: Clock | None = None, watch: bool = False,

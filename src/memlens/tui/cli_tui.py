@@ -94,12 +94,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
     watch = not args.no_watch and settings.watch.enabled
 
     from .app import MemlensApp
+    from .screens.events import capture_warnings
 
     app = MemlensApp(service, watch=watch, roots=roots, scan_paths=scan_paths,
                      ingest=not args.no_ingest, demo=demo, demo_note=note,
                      demo_folder=scan_paths[0] if demo and scan_paths else None)
     try:
-        app.run()
+        with capture_warnings(app.events_log):  # into the events pane, not over the screen
+            app.run()
     finally:
         service.close()
     return EXIT_OK if app.return_code in (None, 0) else int(app.return_code or 1)

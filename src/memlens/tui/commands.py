@@ -40,6 +40,8 @@ def _global_commands(app: MemlensApp) -> list[Command]:
         ("Hide / show the tree", "z: the detail pane takes the whole width", "toggle_tree"),
         ("Wider tree", ">: or drag the divider", "resize_tree(1)"),
         ("Narrower tree", "<", "resize_tree(-1)"),
+        ("Events (E)", "watcher events, files that could not be read, projection errors",
+         "events"),
         ("Reload", "re-read everything from the database", "reload"),
         ("Show chunks", "chunk boundaries of the selected document", "show_tab('chunks')"),
         ("Show timeline", "revisions and diffs of the selected document",

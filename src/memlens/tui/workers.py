@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from textual import work
-from textual.app import App
 from textual.worker import get_current_worker
 
 from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, WatchEvent
 
 from . import jobs
+from .event_hooks import EventsApp
 from .messages import DocumentRowsChanged, DocumentsLoaded, StatsLoaded, WatchStatus
 from .screens.rechunk import RechunkRequest
 
@@ -47,7 +47,7 @@ def worker_failure(name: str, error: BaseException | None) -> str:
     return f"could not {task}: {detail}"
 
 
-class AppWorkers(App[None]):
+class AppWorkers(EventsApp):
     """Background reads and writes of the app (its state is set by ``MemlensApp``)."""
 
     service: MemoryService

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
@@ -35,41 +36,66 @@ class StatusBar(Static):
     watch_queue: reactive[int] = reactive(0)
     demo: reactive[bool] = reactive(False)
 
+    problem: reactive[str] = reactive("")
+    problems: reactive[int] = reactive(0)
+
     def render(self) -> Content:
-        """Compose the line from the current state."""
-        s = self.stats
+        """Compose the line from the current state, dropping low-priority fields to fit."""
+        segments = self._segments()
+        width = max(self.size.width - 2, 0) if self.size.width else 10_000
+        keep = sorted(range(len(segments)), key=lambda i: segments[i][0])
+        while len(keep) > 1 and sum(_cells(segments[i][1]) for i in keep) > width:
+            keep.pop()  # the lowest priority (highest number) goes first
         parts: list[Any] = []
+        for i in sorted(keep):
+            parts += segments[i][1]
+        return Content.assemble(*tidy_runs(parts))
+
+    def _segments(self) -> list[tuple[int, list[Any]]]:
+        """(priority, parts) in display order; priority 0 is kept longest."""
+        s = self.stats
+        out: list[tuple[int, list[Any]]] = []
         if self.demo:
-            parts += [(" DEMO ", "bold reverse $text-warning"), " "]
+            out.append((0, [(" DEMO ", "bold reverse $text-warning"), " "]))
         if s:
-            db = Path(str(s.get("db", ""))).name or "-"
             q = s.get("queue", {})
-            parts += [
-                ("db ", "$text-muted"), db, "  ",
-                f"{s.get('documents', 0):,} docs",
-            ]
+            out.append((6, [("db ", "$text-muted"), Path(str(s.get("db", ""))).name or "-",
+                            "  "]))
+            docs: list[Any] = [f"{s.get('documents', 0):,} docs"]
             if s.get("tombstoned"):
-                parts.append((f" (+{s['tombstoned']:,} deleted)", "$text-muted"))
-            parts += [f" · {s.get('chunks', 0):,} chunks  ", ("queue ", "$text-muted")]
+                docs.append((f" (+{s['tombstoned']:,} deleted)", "$text-muted"))
+            out.append((3, docs))
+            out.append((7, [f" · {s.get('chunks', 0):,} chunks"]))
             pend = int(q.get("pending", 0)) + int(q.get("processing", 0))
-            parts.append((f"{glyph('pending')}{pend}", "$text-warning" if pend else ""))
-            parts.append(" ")
             failed = int(q.get("failed", 0))
-            parts.append((f"{glyph('failed')}{failed}", "$text-error bold" if failed else ""))
+            queue: list[Any] = ["  ", ("queue ", "$text-muted"),
+                                (f"{glyph('pending')}{pend}", "$text-warning" if pend else ""),
+                                " ",
+                                (f"{glyph('failed')}{failed}", "$text-error bold" if failed
+                                 else "")]
             stale = int(q.get("stale", 0))
             if stale:
-                parts += [" ", (f"{glyph('stale')}{stale}", "$text-warning bold")]
-            parts += ["  ", ("embedder ", "$text-muted"), str(s.get("embedder", "-"))]
+                queue += [" ", (f"{glyph('stale')}{stale}", "$text-warning bold")]
+            out.append((1, queue))
+            out.append((8, ["  ", ("embedder ", "$text-muted"), str(s.get("embedder", "-"))]))
         else:
-            parts.append(("opening database…", "$text-muted"))
-        parts += ["  ", ("watch ", "$text-muted")]
+            out.append((2, [("opening database…", "$text-muted")]))
         wstyle = {"watching": "$text-success", "paused": "$text-warning",
                   "error": "$text-error bold"}.get(self.watch_state, "$text-muted")
-        parts.append((self.watch_state, wstyle))
+        watch: list[Any] = ["  ", ("watch ", "$text-muted"), (self.watch_state, wstyle)]
         if self.watch_queue:
-            parts.append(f" q{self.watch_queue}")
+            watch.append(f" q{self.watch_queue}")
+        out.append((0, watch))
         if self.watch_last:
-            parts.append((f" · {self.watch_last}", "$text-muted"))
+            out.append((5, [(f" · {self.watch_last}", "$text-muted")]))
         if self.job:
-            parts += ["  ", (f"⟳ {self.job}", "$text-accent bold")]
-        return Content.assemble(*tidy_runs(parts))
+            out.append((1, ["  ", (f"⟳ {self.job}", "$text-accent bold")]))
+        if self.problems:
+            out.append((0, ["  ", (f"✗ {self.problems:,} (E)", "$text-error bold")]))
+            if self.problem:
+                out.append((4, [" ", (self.problem[:60], "$text-error")]))
+        return out
+
+
+def _cells(parts: list[Any]) -> int:
+    return sum(cell_len(p if isinstance(p, str) else p[0]) for p in parts)

@@ -1,0 +1,70 @@
+"""What feeds the events pane: the app-level log, every warning/error notice, watcher events.
+
+:class:`EventsApp` sits under :class:`memlens.tui.workers.AppWorkers`. Every notice the app
+shows with severity ``warning`` or ``error`` (worker failures named by what the user tried,
+files that could not be read with their reason, projection retries that failed, watcher
+errors) is also kept in :attr:`EventsApp.events_log`; watcher events are kept as they arrive.
+The status bar shows the latest problem and the count; ``E`` (or the palette) opens the pane.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import App
+from textual.notifications import SeverityLevel
+
+from .messages import WatchStatus
+from .screens.events import EventLog, EventsScreen, Level
+from .widgets.status_bar import StatusBar
+
+_LEVELS: dict[str, Level] = {"warning": "warning", "error": "error"}
+
+
+class EventsApp(App[None]):
+    """An app whose warnings and errors are also kept in an :class:`EventLog`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.events_log = EventLog()
+        self._last_watch_event = ""
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Show a toast; warnings and errors are also recorded in the events pane."""
+        level = _LEVELS.get(severity)
+        if level is not None:  # a notice listing several files is one line per file
+            for line in message.splitlines() or [""]:
+                self.record(title or severity, line, level=level)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def record(self, kind: str, text: str, *, level: Level = "info",
+               path: str | None = None) -> None:
+        """Add one line to the events pane and update the status bar's problem field."""
+        self.events_log.add(kind, text, level=level, path=path)
+        latest = self.events_log.latest_problem()
+        self.show_problem(latest.text if latest else "", self.events_log.problems)
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        if isinstance(screen, EventsScreen):
+            screen.refresh_events()
+
+    def show_problem(self, text: str, count: int) -> None:
+        """Put the latest problem and the count on every status bar on the screen stack."""
+        for screen in self.screen_stack:
+            for bar in screen.query(StatusBar):
+                bar.problem = text
+                bar.problems = count
+
+    @on(WatchStatus)
+    def _record_watch_event(self, message: WatchStatus) -> None:
+        if message.last and message.last != self._last_watch_event:
+            self._last_watch_event = message.last
+            self.record("watch", message.last)
+
+    def action_events(self) -> None:
+        """Open (or close) the events pane."""
+        if isinstance(self.screen, EventsScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(EventsScreen(self.events_log))
