@@ -142,3 +142,34 @@ async def _narrow_bar(tmp_path: Path, clock: Any, make_service: Callable[..., An
         assert "watch off" in narrow and "queue" in narrow
         assert "embedder" not in narrow  # dropped, not cut in the middle
         assert len(narrow) <= 58
+
+
+def test_watched_bad_file_is_a_problem_with_its_reason(
+        tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    asyncio.run(_watched_bad_file(tmp_path, clock, make_service))
+
+
+async def _watched_bad_file(tmp_path: Path, clock: Any,
+                            make_service: Callable[..., Any]) -> None:
+    from tests.test_tui import copy_corpus, settle
+    projects = copy_corpus(tmp_path / "projects")
+    svc = make_service()
+    roots = svc.resolve_roots([projects])
+    app = MemlensApp(svc, clock=clock, roots=roots, scan_paths=[projects], watch=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for _ in range(100):
+            if app.status_bar.watch_state == "watching":
+                break
+            await pilot.pause(0.05)
+        assert app.events_log.problems == 0
+        bad = next(projects.rglob("memory")) / "bad_bytes.md"
+        bad.write_bytes(b"# Notes\n\nthe nightly run \xff\xfe broke\n")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.events_log.problems:
+                break
+        latest = app.events_log.latest_problem()
+        assert latest is not None
+        assert "bad_bytes.md" in latest.text and "not valid UTF-8" in latest.text
+        assert "✗ 1 (E)" in _bar_text(app) and "watch watching" in _bar_text(app)

@@ -213,6 +213,17 @@ def rechunk_summary(total: int, changed: int, ready: int, bad: int) -> JobFinish
     return JobFinished("rechunk", msg, ok=not bad, reload=False)
 
 
+def _watch_problem(ev: WatchEvent) -> str | None:
+    """The line a watcher event adds to the events pane as a problem, if it is one."""
+    if ev.kind == "error":
+        return ev.message
+    if ev.kind == "change" and ev.change_kind == "failed":
+        return ev.message  # "repository/path: <the reason>"
+    if ev.kind == "projection" and ev.result in ("failed", "stale"):
+        return f"{ev.repository}/{ev.path}: projection {ev.message}"
+    return None
+
+
 def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
     """A watcher event as the status bar shows it."""
     last = ev.message or ""
@@ -222,5 +233,5 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         last = f"{ev.result or 'projected'} {ev.path}"
     return WatchStatus(
         state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
-        queue=queue, error=ev.message if ev.kind == "error" else None,
+        queue=queue, error=_watch_problem(ev),
         changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])

@@ -137,7 +137,8 @@ class EventsScreen(ModalScreen[None]):
 
     def _title(self) -> str:
         n = len(self.log_source)
-        return f"Events ({n:,}, {self.log_source.problems:,} problems) — newest first"
+        k = self.log_source.problems
+        return f"Events ({n:,}, {k:,} problem{'' if k == 1 else 's'}) — newest first"
 
     def _rows(self) -> list[Content]:
         rows = [format_entry(e) for e in self.log_source.entries()]
