@@ -426,3 +426,20 @@ def test_readable_install_key_warning_is_one_line(tmp_path: Path) -> None:
     line = _one_line(p)
     assert line.startswith("memlens: warning: install key") and "0600" in line
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_unreachable_embedder_is_one_line_exit_1_and_keeps_files(tmp_path: Path) -> None:
+    from tests.test_embedding_http import closed_port
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[embedder]\nname = \"openai\"\n"
+                   f"base_url = \"http://127.0.0.1:{closed_port()}/v1\"\n"
+                   "model = \"m\"\nmax_retries = 0\ntimeout = 2\n", encoding="utf-8")
+    db = tmp_path / "m.db"
+    r = run_cli("ingest", str(CORPUS), "--db", str(db), "--config", str(cfg))
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memlens: ") and "connection refused" in lines[0]
+    docs = json.loads(run_cli("docs", "--db", str(db), "--json").stdout)["documents"]
+    assert len(docs) == len([p for p in CORPUS.rglob("*.md") if "memory" in p.parts])
+    assert {d["status"] for d in docs} == {"pending"}  # read, stored, waiting: nothing lost

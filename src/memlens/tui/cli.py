@@ -26,6 +26,7 @@ from memlens.core.types import (
     ConfigError,
     DatabaseError,
     EmbedderUnavailable,
+    EmbeddingError,
     FileChange,
     InstallKeyError,
     StorageError,
@@ -407,6 +408,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmbedderUnavailable as exc:
         _err(str(exc))
         return EXIT_USAGE
+    except EmbeddingError as exc:  # e.g. the endpoint refuses connections: files read stay stored
+        _err(f"{exc}; what was read is stored and waits for projection"
+             " (run memlens project once the embedder answers)")
+        return EXIT_FAIL
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
