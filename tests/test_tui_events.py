@@ -173,3 +173,28 @@ async def _watched_bad_file(tmp_path: Path, clock: Any,
         assert latest is not None
         assert "bad_bytes.md" in latest.text and "not valid UTF-8" in latest.text
         assert "✗ 1 (E)" in _bar_text(app) and "watch watching" in _bar_text(app)
+
+
+def test_unreachable_embedder_shows_on_documents_and_status_bar(
+        tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    asyncio.run(_unreachable(tmp_path, clock, make_service))
+
+
+async def _unreachable(tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    from memlens.core.embedding import make_embedder
+    from tests.test_embedding_http import closed_port
+    from tests.test_tui import copy_corpus, settle
+    projects = copy_corpus(tmp_path / "projects")
+    emb = make_embedder("openai", {"base_url": f"http://127.0.0.1:{closed_port()}/v1",
+                                   "model": "m", "max_retries": 0, "timeout": 2})
+    svc = make_service(embedder=emb)
+    app = MemlensApp(svc, clock=clock, roots=svc.resolve_roots([projects]), watch=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        bar = _bar_text(app)
+        assert "opening database" not in bar  # statistics load without the endpoint
+        assert "unreachable" in bar or "queue …0 ✗" in bar
+        assert app.detail is not None
+        proj = app.detail.document["projection"]
+        assert proj["status"] == "failed" and "connection refused" in (proj["error"] or "")
+        assert proj["attempts"] == 1

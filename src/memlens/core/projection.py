@@ -362,7 +362,11 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
                 now: Clock, owner: str, retry_base: float = 5.0,
                 retry_cap: float = 3600.0) -> ProjectionOutcome:
     """Project one claimed document; never raises for embedder or write errors."""
-    fingerprint = embedder.fingerprint()
+    try:  # an HTTP embedder may have to ask its endpoint for the dimension first
+        fingerprint = embedder.fingerprint()
+    except Exception as exc:  # recorded on the document (failed/stale, back-off), not raised
+        return _record_failure(conn, doc_id, rev_id, _describe(exc), now, retry_base,
+                               retry_cap, embedder.name)
     try:
         doc = get_document(conn, doc_id)
         if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
@@ -448,7 +452,11 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
     if len(claimed) <= 1:
         return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
                 for d, r in claimed]
-    fingerprint = embedder.fingerprint()
+    try:
+        fingerprint = embedder.fingerprint()
+    except Exception:  # each document records the failure on its own (project_one)
+        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
+                for d, r in claimed]
     try:
         prepared = [(d, r, _load_chunks(conn, r)) for d, r in claimed]
         all_chunks = [c for _, _, cs in prepared for c in cs]

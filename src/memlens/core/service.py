@@ -36,7 +36,7 @@ from .chunker_choice import ChunkerChoice
 from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import load_settings
 from .db import explain_storage_error
-from .embedding import EmbedderUnavailable
+from .embedding import EmbedderUnavailable, EmbeddingError
 from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
 from .preview import QueryEffect
 from .redact import redact
@@ -171,14 +171,27 @@ class MemoryService(ServiceReads):
         """Queue live documents projected with another embedder; returns how many.
 
         Their old projection stays searchable (lexically, and by vector only in its
-        own space) until the new one swaps in.
+        own space) until the new one swaps in. An embedder that cannot tell its fingerprint
+        now (an HTTP endpoint asked for its dimension refuses the connection) queues
+        nothing: 0; the projection that follows records the reason on each document.
         """
-        return proj.queue_other_embedder(self._writable(), self.embedder.fingerprint())
+        try:
+            fingerprint = self.embedder.fingerprint()
+        except EmbedderUnavailable:
+            raise
+        except EmbeddingError:
+            return 0
+        return proj.queue_other_embedder(self._writable(), fingerprint)
 
     def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
                 on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
                 ) -> proj.ProjectionReport:
-        """Project pending documents (or the given ones; ``force`` ignores back-off)."""
+        """Project pending documents (or the given ones; ``force`` ignores back-off).
+
+        An embedder that cannot answer (connection refused) does not raise here: each
+        claimed document records the reason (failed, or stale while an older projection
+        is served) with its back-off.
+        """
         self.mark_embedder_changes()
         return proj.project_pending(
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,

@@ -17,7 +17,7 @@ from . import db as dbm
 from . import doctor as doctor_mod
 from . import projection as proj
 from .chunking import Chunk
-from .embedding import EmbedderUnavailable
+from .embedding import EmbedderUnavailable, EmbeddingError
 from .indexfile import IndexWarning, check_index
 from .service_base import ServiceBase
 from .store import (
@@ -194,7 +194,11 @@ class ServiceReads(ServiceBase):
             e = self.embedder
         except EmbedderUnavailable as exc:
             return f"unavailable: {exc}"
-        return f"{e.name}:{e.model} ({e.dim}d)"
+        try:
+            dim = e.dim  # an HTTP embedder without a configured dim asks its endpoint once
+        except EmbeddingError as exc:
+            return f"{e.name}:{e.model} (unreachable: {exc})"
+        return f"{e.name}:{e.model} ({dim}d)"
 
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
         """Run the consistency checks; a file SQLite cannot read is reported, with how to
