@@ -173,6 +173,9 @@ async def _watched_bad_file(tmp_path: Path, clock: Any,
         assert latest is not None
         assert "bad_bytes.md" in latest.text and "not valid UTF-8" in latest.text
         assert "✗ 1 (E)" in _bar_text(app) and "watch watching" in _bar_text(app)
+        # one line for the bad file (the problem, with its reason), no time inside the text
+        assert [e for e in app.events_log.entries() if "bad_bytes.md" in e.text] == [latest]
+        assert all(not e.text[:2].isdigit() for e in app.events_log.entries())
 
 
 def test_unreachable_embedder_shows_on_documents_and_status_bar(

@@ -58,9 +58,13 @@ class EventsApp(App[None]):
 
     @on(WatchStatus)
     def _record_watch_event(self, message: WatchStatus) -> None:
-        if message.last and message.last != self._last_watch_event:
-            self._last_watch_event = message.last
-            self.record("watch", message.last)
+        if not message.last or message.last == self._last_watch_event:
+            return
+        self._last_watch_event = message.last
+        if message.error:
+            return  # a problem: the app's watcher notice records it, with the reason
+        stamp, _, text = message.last.partition(" ")  # the pane has its own time column
+        self.record("watch", text if _is_clock(stamp) and text else message.last)
 
     def action_events(self) -> None:
         """Open (or close) the events pane."""
@@ -68,3 +72,8 @@ class EventsApp(App[None]):
             self.screen.dismiss(None)
             return
         self.push_screen(EventsScreen(self.events_log))
+
+
+def _is_clock(text: str) -> bool:
+    """``HH:MM:SS``, the stamp the status bar's watcher field starts with."""
+    return len(text) == 8 and text[2] == text[5] == ":" and text.replace(":", "").isdigit()
