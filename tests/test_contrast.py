@@ -33,7 +33,7 @@ from memlens.tui.app import MemlensApp
 from memlens.tui.theme import DARK, LIGHT
 
 from .conftest import Clock
-from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, async_test, build_scenario, settle
+from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, async_test, build_scenario, select_doc, settle
 
 AA = 4.5
 
@@ -200,15 +200,13 @@ async def _views(pilot: Pilot[Any], sc: Scenario) -> list[tuple[str, list[str], 
                             (LANTERN, "scratch.md", "chunks"),
                             (ORCHARD, "flaky-notes.md", "projection"),
                             (TIDEWATER, "auth.md", "projection")]:
-        assert app.doc_tree.reveal(sc.doc_id(repo, path))
-        await settle(pilot)
+        await select_doc(pilot, sc.doc_id(repo, path))
         await app.run_action(f"show_tab('{tab}')")
         await look(f"{path} {tab}")
         if path == "performance.md":
             await pilot.press("n")  # chunk #1 starts with lines shared with #0 (↑ovl)
             await look(f"{path} chunk #1")
-    assert app.doc_tree.reveal(sc.doc_id(TIDEWATER, "architecture.md"))
-    await settle(pilot)
+    await select_doc(pilot, sc.doc_id(TIDEWATER, "architecture.md"))
     await pilot.press("c")
     await look("rechunk dialog")
     await pilot.press("escape")

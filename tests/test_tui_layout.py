@@ -20,7 +20,7 @@ from memlens.tui.screens.rechunk import RechunkDialog, chunks_content
 from memlens.tui.widgets.chunk_view import _wrap
 
 from .conftest import Clock
-from .test_tui import LANTERN, TIDEWATER, Scenario, async_test, build_scenario, settle
+from .test_tui import LANTERN, TIDEWATER, Scenario, async_test, build_scenario, select_doc, settle
 
 
 @pytest.fixture
@@ -180,8 +180,7 @@ async def test_80x24_stacks_the_panes_and_shows_every_tab(scenario: Scenario) ->
     app = scenario.app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert app.doc_tree.reveal(scenario.doc_id(LANTERN, "build.md"))
-        await settle(pilot)
+        await select_doc(pilot, scenario.doc_id(LANTERN, "build.md"))
         browser = app.browser
         assert browser.has_class("-narrow")
         sidebar, detail = browser.query_one("#sidebar"), browser.query_one("#detail")
@@ -211,8 +210,7 @@ async def test_timeline_rows_take_two_lines_when_narrow(scenario: Scenario) -> N
     app = scenario.app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert app.doc_tree.reveal(scenario.doc_id(LANTERN, "build.md"))
-        await settle(pilot)
+        await select_doc(pilot, scenario.doc_id(LANTERN, "build.md"))
         await app.run_action("show_tab('timeline')")
         await settle(pilot)
         ol = app.browser.query_one("#revisions", OptionList)
@@ -232,8 +230,7 @@ async def test_rechunk_dialog_is_usable_at_80x24(scenario: Scenario) -> None:
     app = scenario.app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert app.doc_tree.reveal(scenario.doc_id(TIDEWATER, "architecture.md"))
-        await settle(pilot)
+        await select_doc(pilot, scenario.doc_id(TIDEWATER, "architecture.md"))
         await pilot.press("c")
         await settle(pilot)
         dialog = app.screen

@@ -104,6 +104,30 @@ def keys(*names: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     return run
 
 
+def rechunk_windows(*, all_documents: bool = False) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Open the rechunk dialog and set windows of 100 tokens with 20 overlap."""
+
+    async def dialog(pilot: Pilot[Any]) -> None:
+        await pilot.press("c")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, RechunkDialog)
+        screen.query_one("#strategy", Select).value = "windows"
+        screen.query_one("#max-tokens", Input).value = "100"
+        screen.query_one("#overlap", Input).value = "20"
+        if all_documents:
+            screen.set_all_documents()
+    return dialog
+
+
+async def expand_all(pilot: Pilot[Any]) -> None:
+    """Open every repository of the tree."""
+    app = pilot.app
+    assert isinstance(app, MemlensApp)
+    for node in app.doc_tree.root.children:
+        node.expand()
+
+
 def test_browser_index_warnings(scenario: Scenario, snap_compare: Snap) -> None:
     """Browser: kestrel's MEMORY.md is over 200 lines and 25 KB and links a missing file.
 
@@ -210,31 +234,16 @@ def test_rechunk_preview(scenario: Scenario, snap_compare: Snap) -> None:
     scenario.service.remember_search("cache key format", "hybrid", "tui")
     scenario.service.remember_search("startup sequence", "hybrid", "tui")
 
-    async def dialog(pilot: Pilot[Any]) -> None:
-        await pilot.press("c")
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, RechunkDialog)
-        screen.query_one("#strategy", Select).value = "windows"
-        screen.query_one("#max-tokens", Input).value = "100"
-        screen.query_one("#overlap", Input).value = "20"
-
     assert snap_compare(quiet_app(scenario), terminal_size=SIZE,
                         run_before=steps(open_doc(scenario, TIDEWATER, "architecture.md"),
-                                         dialog))
+                                         rechunk_windows()))
 
 
 def test_light_theme(scenario: Scenario, snap_compare: Snap) -> None:
     """The light theme (`d`): statuses keep their glyphs and readable colours."""
 
-    async def expand(pilot: Pilot[Any]) -> None:
-        app = pilot.app
-        assert isinstance(app, MemlensApp)
-        for node in app.doc_tree.root.children:
-            node.expand()
-
     assert snap_compare(quiet_app(scenario), terminal_size=SIZE,
-                        run_before=steps(keys("d"), expand,
+                        run_before=steps(keys("d"), expand_all,
                                          open_doc(scenario, ORCHARD, "flaky-notes.md")))
 
 

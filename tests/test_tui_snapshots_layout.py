@@ -18,15 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
-from textual.widgets import Input, Select
-
-from memlens.tui.app import MemlensApp
-from memlens.tui.screens.rechunk import RechunkDialog
 
 from .conftest import Clock
-from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, build_scenario, settle
-from .test_tui_snapshots import Snap, keys, open_doc, quiet_app, steps
+from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, build_scenario
+from .test_tui_snapshots import Snap, expand_all, keys, open_doc, quiet_app, rechunk_windows, steps
 
 SIZES = [(80, 24), (120, 36)]
 IDS = ["80x24", "120x36"]
@@ -54,19 +49,9 @@ def test_rechunk_dialog(scenario: Scenario, snap_compare: Snap,
     """The rechunk dialog on architecture.md with windows/100/20 and "all documents" on:
     the form, the switch, both preview columns and the buttons are on screen."""
 
-    async def dialog(pilot: Pilot[Any]) -> None:
-        await pilot.press("c")
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, RechunkDialog)
-        screen.query_one("#strategy", Select).value = "windows"
-        screen.query_one("#max-tokens", Input).value = "100"
-        screen.query_one("#overlap", Input).value = "20"
-        screen.set_all_documents()
-
     assert snap_compare(quiet_app(scenario), terminal_size=size,
                         run_before=steps(open_doc(scenario, TIDEWATER, "architecture.md"),
-                                         dialog))
+                                         rechunk_windows(all_documents=True)))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
@@ -74,14 +59,8 @@ def test_light_theme(scenario: Scenario, snap_compare: Snap, size: tuple[int, in
     """memlens-light (`d`) with deleted documents shown: sizes, counts, the gutter and
     the struck-through tombstoned name are dark on light grey."""
 
-    async def expand(pilot: Pilot[Any]) -> None:
-        app = pilot.app
-        assert isinstance(app, MemlensApp)
-        for node in app.doc_tree.root.children:
-            node.expand()
-
     assert snap_compare(quiet_app(scenario), terminal_size=size,
-                        run_before=steps(keys("d", "t"), expand,
+                        run_before=steps(keys("d", "t"), expand_all,
                                          open_doc(scenario, ORCHARD, "flaky-notes.md")))
 
 

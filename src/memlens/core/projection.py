@@ -421,7 +421,8 @@ def _swap_all(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[st
             n = len(chunks)
             keys = {c["embed_key"] for c in chunks if c["embed_key"] in by_key}
             mine = [(k, by_key[k]) for k in sorted(keys)]
-            # The savepoint nests in the batch transaction; it is never the only guard.
+            # Only inside the batch transaction: outside one a SAVEPOINT would open a
+            # transaction of its own and hide a write_txn that is not atomic.
             nested = conn.in_transaction
             if nested:
                 conn.execute("SAVEPOINT projection_doc")
@@ -449,14 +450,17 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
     exactly as :func:`project_one` records it. If the embed call fails or the transaction
     is lost as a whole, every document of the batch is projected on its own instead, so a
     failure is still attributed to the document that caused it."""
+    def one_by_one() -> list[ProjectionOutcome]:
+        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
+                for d, r in claimed]
+
     if len(claimed) <= 1:
-        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
-                for d, r in claimed]
-    try:
+        return one_by_one()
+    try:  # asked once per batch (an HTTP embedder may probe its endpoint for the dimension)
         fingerprint = embedder.fingerprint()
-    except Exception:  # each document records the failure on its own (project_one)
-        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
-                for d, r in claimed]
+    except Exception as exc:  # the same reason on every document, without asking again
+        return [_record_failure(conn, d, r, _describe(exc), now, retry_base, retry_cap,
+                                embedder.name) for d, r in claimed]
     try:
         prepared = [(d, r, _load_chunks(conn, r)) for d, r in claimed]
         all_chunks = [c for _, _, cs in prepared for c in cs]
@@ -465,8 +469,7 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
         faults.checkpoint("projection.embed")
         vecs, cache_rows, _cached = _embed_chunks(conn, all_chunks, embedder, fingerprint)
     except Exception:  # one document's failure must not fail or mislabel the others
-        return [project_one(conn, d, r, embedder, now, owner, retry_base, retry_cap)
-                for d, r in claimed]
+        return one_by_one()
     try:
         results = _swap_batch(conn, prepared, vecs, cache_rows, space, fingerprint, now)
     except _BatchLost as lost:

@@ -9,30 +9,31 @@ too pale; in the dark one white text on the primary blue (tree cursor, primary
 buttons) is 3.8:1. These themes keep Textual's palette and fix only that.
 
 :func:`install_themes` registers both and switches a running app from Textual's
-built-in dark/light to the matching memlens theme (the app's "toggle theme" action
-and the palette's theme picker may still name the built-in ones).
+built-in dark/light to the matching memlens theme; the browser redirects the palette's
+theme picker, which still offers the built-in ones.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from textual.app import App
-from textual.theme import Theme
+from textual.theme import BUILTIN_THEMES, Theme
 
 DARK = "memlens-dark"
 LIGHT = "memlens-light"
 
-MEMLENS_DARK = Theme(
-    name=DARK,
+
+def _fixed(base: str, name: str, variables: dict[str, str], **colours: Any) -> Theme:
+    """Textual's theme ``base`` renamed, with only the given colours and variables changed."""
+    theme = BUILTIN_THEMES[base]
+    return replace(theme, name=name, variables={**theme.variables, **variables}, **colours)
+
+
+MEMLENS_DARK = _fixed(
+    "textual-dark", DARK,
     primary="#0069BA",  # textual-dark's #0178D4 is 3.8:1 under its own text
-    secondary="#004578",
-    warning="#ffa62b",
-    error="#ba3c5b",
-    success="#4EBF71",
-    accent="#ffa62b",
-    foreground="#e0e0e0",
-    dark=True,
     variables={
         "text-primary": "#6AAFE6",
         "text-secondary": "#7FA8C8",
@@ -40,18 +41,9 @@ MEMLENS_DARK = Theme(
     },
 )
 
-MEMLENS_LIGHT = Theme(
-    name=LIGHT,
-    primary="#004578",
+MEMLENS_LIGHT = _fixed(
+    "textual-light", LIGHT,
     secondary="#0163AE",
-    warning="#ffa62b",
-    error="#ba3c5b",
-    success="#4EBF71",
-    accent="#ffa62b",
-    background="#E0E0E0",
-    surface="#D8D8D8",
-    panel="#D0D0D0",
-    dark=False,
     variables={
         # Concrete colours: "auto 60%" is resolved against the wrong background in
         # component styles (white on light grey).

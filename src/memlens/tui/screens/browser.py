@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from ..messages import DetailView, DocumentsLoaded
-from ..theme import install_themes, memlens_theme
+from ..theme import memlens_theme
 from ..widgets.chunk_view import ChunkView
 from ..widgets.doc_tree import DocumentTree
 from ..widgets.file_map import FileMap
@@ -101,9 +101,9 @@ class BrowserScreen(Screen[None]):
         Binding("escape", "app.escape", "Back", show=False),
         Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
         Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
-        Binding("less_than_sign", "resize_tree(-1)", "Narrower tree", show=False),
-        Binding("greater_than_sign", "resize_tree(1)", "Wider tree", show=False),
-        Binding("z", "toggle_tree", "Tree", show=False),
+        Binding("less_than_sign", "app.resize_tree(-1)", "Narrower tree", show=False),
+        Binding("greater_than_sign", "app.resize_tree(1)", "Wider tree", show=False),
+        Binding("z", "app.toggle_tree", "Tree", show=False),
     ]
 
     def __init__(self) -> None:
@@ -150,7 +150,6 @@ class BrowserScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """The widgets exist: the app starts loading."""
-        install_themes(self.app)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._apply_layout()
         self.memlens.browser_mounted()
@@ -218,10 +217,6 @@ class BrowserScreen(Screen[None]):
                                                self.size.width)
         self._apply_layout()
 
-    def action_resize_tree(self, step: int) -> None:
-        """``<`` / ``>``: narrower or wider tree (shorter or taller when stacked)."""
-        self.resize_tree(step)
-
     def toggle_tree(self) -> None:
         """Hide the tree (the detail takes the whole width) or show it again."""
         self.tree_collapsed = not self.tree_collapsed
@@ -234,10 +229,6 @@ class BrowserScreen(Screen[None]):
         self._apply_layout()
         self.notify("tree hidden: z shows it" if self.tree_collapsed else "tree shown",
                     timeout=2)
-
-    def action_toggle_tree(self) -> None:
-        """``z``: hide or show the document tree."""
-        self.toggle_tree()
 
     @on(PaneDivider.Dragged)
     def _divider_dragged(self, message: PaneDivider.Dragged) -> None:
