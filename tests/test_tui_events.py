@@ -1,7 +1,6 @@
 """The events pane: log model, warning capture, the screen, and its wiring into the app
 (``E``, every warning/error notice, watcher events, the status bar's problem field).
 
-Not covered yet (not built): ``✗`` tree rows for files that never ingested.
 """
 
 from __future__ import annotations

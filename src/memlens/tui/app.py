@@ -33,6 +33,7 @@ from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 
 from .closing import exit_requested, quiet_when_closing
 from .commands import BROWSER_ACTIONS, MemlensCommands
+from .demo import banner
 from .messages import (
     DetailLoaded,
     DetailMissing,
@@ -52,7 +53,6 @@ from .screens.search import SearchScreen, next_mode
 from .theme import install_themes, toggled
 from .widgets.debounce import Debouncer
 from .widgets.doc_tree import DocumentTree
-from .widgets.fmt import shorten_middle
 from .widgets.status_bar import StatusBar
 from .workers import AppWorkers, worker_failure
 
@@ -145,18 +145,8 @@ class MemlensApp(AppWorkers):
             self.sub_title = self.demo_banner(80)
 
     def demo_banner(self, width: int) -> str:
-        """The header's demo line for a terminal ``width`` wide: where the demo copy
-        lives (edit it to try the watcher), the folder shortened from the middle."""
-        if self.demo_folder is None:
-            return "DEMO · " + (self.demo_note or "bundled corpus copy")
-        folder = str(self.demo_folder)
-        home = str(Path.home())
-        if home not in ("", "/") and folder.startswith(home + "/"):
-            folder = "~" + folder[len(home):]
-        head, tail = "DEMO · edit ", " to try the watcher"
-        # The header centres "memlens — <this>" between its icon and clock space (8 each).
-        room = max(16, width - 18 - len(self.title) - 3 - len(head) - len(tail))
-        return head + shorten_middle(folder, room) + tail
+        """The header's demo line for a terminal ``width`` wide (:func:`demo.banner`)."""
+        return banner(self.title, self.demo_folder, self.demo_note, width)
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the demo banner to the new width."""
@@ -353,6 +343,9 @@ class MemlensApp(AppWorkers):
     def _request_detail(self, doc_id: int, *, select_ordinal: int | None = None,
                         hit: SearchHit | None = None) -> None:
         self._requested_doc = doc_id
+        if doc_id < 0:  # a file that could not be read and was never stored
+            self.detail = None
+            return self._browser.show_unreadable(self.doc_tree.summary(doc_id))
         self._detail_asked = (doc_id, time.perf_counter())
         self.load_detail(doc_id, select_ordinal=select_ordinal, hit=hit)
 

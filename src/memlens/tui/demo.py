@@ -68,3 +68,19 @@ def prepare_demo(target: Path | None = None, *, refresh: bool = False) -> Path:
 def demo_db_path() -> Path:
     """The demo database (separate from the user's real one)."""
     return demo_home() / "memlens-demo.db"
+
+
+def banner(title: str, demo_folder: Path | None, demo_note: str | None, width: int) -> str:
+    """The header's demo line for a terminal ``width`` wide: where the demo copy lives
+    (edit it to try the watcher), the folder shortened from the middle."""
+    from .widgets.fmt import shorten_middle
+    if demo_folder is None:
+        return "DEMO · " + (demo_note or "bundled corpus copy")
+    folder = str(demo_folder)
+    home = str(Path.home())
+    if home not in ("", "/") and folder.startswith(home + "/"):
+        folder = "~" + folder[len(home):]
+    head, tail = "DEMO · edit ", " to try the watcher"
+    # The header centres "memlens — <this>" between its icon and clock space (8 each).
+    room = max(16, width - 18 - len(title) - 3 - len(head) - len(tail))
+    return head + shorten_middle(folder, room) + tail

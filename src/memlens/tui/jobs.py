@@ -32,6 +32,7 @@ from .messages import (
     DetailMissing,
     DetailView,
     DocumentRowsChanged,
+    FilesUnreadable,
     JobFinished,
     Progress,
     RetryDone,
@@ -156,12 +157,14 @@ def ingest_durably(svc: MemoryService, roots: Sequence[MemoryRoot], post: Post) 
     """Ingest durably (no projection), reporting each file read and the failures."""
     read = 0
     failed: list[str] = []
+    unreadable: list[tuple[str, str, str]] = []
 
     def on_change(ch: FileChange) -> None:
         nonlocal read
         read += 1
         if ch.kind == "failed":
             failed.append(f"{ch.repository}/{ch.path}: {ch.error}")
+            unreadable.append((ch.repository, ch.path, ch.error or "could not be read"))
         post(Progress("ingest", "reading", read, None, f"{ch.repository}/{ch.path}"))
 
     out = svc.ingest(roots, project=False, on_change=on_change)
@@ -169,6 +172,8 @@ def ingest_durably(svc: MemoryService, roots: Sequence[MemoryRoot], post: Post) 
     post(JobFinished(
         "ingest", f"{read} files: {counts['created']} new, {counts['updated']} updated, "
         f"{counts['deleted']} deleted, {len(failed)} failed", ok=not failed))
+    if unreadable:
+        post(FilesUnreadable(unreadable))
     if failed:
         more = f"\n… {len(failed) - 5} more" if len(failed) > 5 else ""
         post(JobFinished("ingest-errors", "\n".join(failed[:5]) + more, ok=False, reload=False))
@@ -231,7 +236,14 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         last = f"{ev.change_kind or 'change'} {ev.path}"
     elif ev.kind == "projection" and ev.path:
         last = f"{ev.result or 'projected'} {ev.path}"
+    file = None
+    if ev.kind == "change" and ev.repository and ev.path:
+        reason = None
+        if ev.change_kind == "failed":
+            head = f"{ev.repository}/{ev.path}: "
+            reason = ev.message[len(head):] if ev.message.startswith(head) else ev.message
+        file = (ev.repository, ev.path, reason)
     return WatchStatus(
         state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
-        queue=queue, error=_watch_problem(ev),
+        queue=queue, error=_watch_problem(ev), file=file,
         changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])

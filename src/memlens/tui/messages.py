@@ -157,3 +157,14 @@ class WatchStatus(Message):
     queue: int | None = None
     error: str | None = None
     changed: list[int] = field(default_factory=list)
+    #: The file a change event was about, as (repository, path, reason): reason is why it
+    #: could not be read, or None when it was read (or deleted) fine.
+    file: tuple[str, str, str | None] | None = None
+
+
+@dataclass
+class FilesUnreadable(Message):
+    """Files an ingest could not read: (repository, path, reason) each; the tree marks
+    them ``✗`` (a row of its own for a file that was never stored)."""
+
+    files: list[tuple[str, str, str]]

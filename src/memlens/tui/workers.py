@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import on, work
 from textual.worker import get_current_worker
 
 from memlens.core.service import FilterIndex, MemoryService
@@ -22,8 +22,15 @@ from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, WatchEvent
 
 from . import jobs
 from .event_hooks import EventsApp
-from .messages import DocumentRowsChanged, DocumentsLoaded, StatsLoaded, WatchStatus
+from .messages import (
+    DocumentRowsChanged,
+    DocumentsLoaded,
+    FilesUnreadable,
+    StatsLoaded,
+    WatchStatus,
+)
 from .screens.rechunk import RechunkRequest
+from .widgets.doc_tree import DocumentTree
 
 WORKER_TASKS: dict[str, str] = {
     "load_documents": "list documents",
@@ -36,6 +43,9 @@ WORKER_TASKS: dict[str, str] = {
     "run_watcher": "watch the memory folders",
 }
 """What the user was doing when a worker (named by its method) failed."""
+
+GONE_CHECK_SECONDS = 2.0
+"""How often the app looks whether unreadable, never-stored files were deleted."""
 
 
 def worker_failure(name: str, error: BaseException | None) -> str:
@@ -61,6 +71,43 @@ class AppWorkers(EventsApp):
     _warnings_cache: dict[int, list[IndexWarning]]
     _watcher: Any
     _watch_stop: threading.Event
+
+    # -- files that could not be read: the tree's ✗ marks ------------------------
+    @on(FilesUnreadable)
+    def _files_unreadable(self, message: FilesUnreadable) -> None:
+        self._mark_files([(repo, path, why) for repo, path, why in message.files])
+
+    @on(WatchStatus)
+    def _watched_file(self, message: WatchStatus) -> None:
+        if message.file is not None:
+            self._mark_files([message.file])
+
+    def _mark_files(self, files: list[tuple[str, str, str | None]]) -> None:
+        """Mark files unreadable (or readable again) in the tree; reload the listing
+        when a row of a file that was never stored appears or goes."""
+        reload = False
+        for screen in self.screen_stack:
+            for tree in screen.query(DocumentTree):
+                for repo, path, why in files:
+                    reload = tree.mark_unreadable(repo, path, why) or reload
+        if reload:
+            self.load_documents(getattr(self, "filter_text", ""),
+                                keep=getattr(self, "current_doc_id", None))
+        if any(why for _, _, why in files) and getattr(self, "_gone_timer", None) is None:
+            # Deleting a file that was never stored changes nothing in the database, so
+            # the watcher reports nothing: look for the marked files every few seconds.
+            self._gone_timer = self.set_interval(GONE_CHECK_SECONDS, self._forget_gone_files)
+
+    def _forget_gone_files(self) -> None:
+        """Drop the ``✗`` rows of unreadable files that are no longer on disk."""
+        where = {r.repository: r.path for r in self.roots}
+        gone: list[tuple[str, str, str | None]] = []
+        for screen in self.screen_stack:
+            for tree in screen.query(DocumentTree):
+                gone += [(repo, path, None) for repo, path in tree.never_stored()
+                         if repo in where and not (where[repo] / path).exists()]
+        if gone:
+            self._mark_files(gone)
 
     @contextmanager
     def _db(self) -> Iterator[MemoryService]:

@@ -22,6 +22,8 @@ from textual.theme import Theme
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
+from memlens.core.types import DocumentSummary
+
 from ..messages import DetailView, DocumentsLoaded
 from ..theme import memlens_theme
 from ..widgets.chunk_view import ChunkView
@@ -389,6 +391,10 @@ class BrowserScreen(Screen[None]):
         if d.warnings:
             parts.append((f"  {WARNING_GLYPH} {len(d.warnings)} warning"
                           f"{'s' if len(d.warnings) != 1 else ''}", "$text-warning bold"))
+        unreadable = self.doc_tree.unreadable_reason(d.summary) if d.summary else None
+        if unreadable and not doc["tombstoned"]:
+            parts.append((f"\n{glyph('failed')} the file on disk could not be read: {unreadable}"
+                          " · showing the last good revision", "$text-error"))
         if doc["tombstoned"]:
             parts.append((f"\ndeleted {timestamp(doc['tombstoned_at'])} UTC: not searchable; "
                           "history is in the timeline", "$text-muted"))
@@ -439,6 +445,19 @@ class BrowserScreen(Screen[None]):
         self.query_one("#timeline", TimelineView).set_history(
             d.history, d.document["current_revision_id"], d.document["active_revision_id"])
         self.render_projection(d)
+
+    def show_unreadable(self, s: DocumentSummary | None) -> None:
+        """A file that could not be read and was never stored: its path and the reason."""
+        self.show_empty("this file could not be read")
+        if s is None:
+            return
+        title = self.query_one("#doc-title", Static)
+        repo, path = fit_path(s.repository, s.path, title.content_region.width or self.size.width)
+        title.update(Content.assemble(
+            (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
+            (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
+        self.chunk_view.clear_chunks("nothing of this file is stored; fix it and save it "
+                                     "(the watcher reads it again), or run `memlens ingest`")
 
     def show_empty(self, note: str) -> None:
         """No document shown: the note instead of a title, empty panes."""

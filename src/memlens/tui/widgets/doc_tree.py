@@ -149,6 +149,11 @@ class DocumentTree(Tree[Any]):
         self._version = 0  # bumped on every row change (group counts are cached per version)
         self._count_cache: dict[int, tuple[int, dict[str, int], bool]] = {}
         self.filter_text = ""
+        # Files on disk that could not be read: (repository, path) -> reason. A stored
+        # document keeps its last good revision but shows ✗; a file never stored gets a
+        # row of its own with a stable negative id (see :meth:`mark_unreadable`).
+        self._unreadable: dict[tuple[str, str], str] = {}
+        self._unreadable_ids: dict[tuple[str, str], int] = {}
 
     # -- data ---------------------------------------------------------------
     @property
@@ -176,6 +181,7 @@ class DocumentTree(Tree[Any]):
         """
         self.filter_text = filter_text
         flat = bool(filter_text)
+        docs = docs + self._never_stored(docs, filter_text)
         self._docs = {d.id: d for d in docs}
         self._warnings = dict(warnings)
         self._doc_nodes = {}
@@ -244,6 +250,55 @@ class DocumentTree(Tree[Any]):
         if node is not None:
             node.refresh()
 
+    # -- files that could not be read ------------------------------------------------
+    def mark_unreadable(self, repository: str, path: str, reason: str | None) -> bool:
+        """Record that a file could not be read (``reason``) or reads again (None).
+
+        Returns True when the listing must be reloaded to add or drop the row of a file
+        that was never stored; a stored document's row is refreshed in place."""
+        key = (repository, path)
+        if reason is None:
+            if self._unreadable.pop(key, None) is None:
+                return False
+        else:
+            if self._unreadable.get(key) == reason:
+                return False
+            self._unreadable[key] = reason
+            self._unreadable_ids.setdefault(key, -1 - len(self._unreadable_ids))
+        self._version += 1
+        stored = [d.id for d in self._docs.values() if (d.repository, d.path) == key and d.id > 0]
+        for doc_id in stored:
+            node = self._doc_nodes.get(doc_id)
+            while node is not None and not node.is_root:  # the row and its group rows
+                node.refresh()
+                node = node.parent
+        return not stored
+
+    def unreadable_reason(self, d: DocumentSummary) -> str | None:
+        """Why the file of ``d`` could not be read the last time, if it could not."""
+        return self._unreadable.get((d.repository, d.path))
+
+    def never_stored(self) -> list[tuple[str, str]]:
+        """(repository, path) of the unreadable files listed with a row of their own."""
+        return [(d.repository, d.path) for d in self._docs.values() if d.id < 0]
+
+    def _never_stored(self, docs: list[DocumentSummary],
+                      filter_text: str) -> list[DocumentSummary]:
+        """Rows for unreadable files that have no stored document (under a filter: those
+        whose path contains the filter text)."""
+        have = {(d.repository, d.path) for d in docs}
+        needle = filter_text.strip().lower()
+        out = []
+        for (repo, path), reason in sorted(self._unreadable.items()):
+            if (repo, path) in have or (needle and needle not in f"{repo}/{path}".lower()):
+                continue
+            out.append(DocumentSummary(
+                id=self._unreadable_ids[(repo, path)], repository=repo, path=path,
+                status="failed", projection_status="failed", tombstoned=False,
+                current_revision_id=None, active_revision_id=None, chunk_count=0, size=0,
+                name=None, doc_type=None, error=reason))
+        return out
+
     def is_processing(self, doc_id: int) -> bool:
         """Whether this UI is projecting the document right now."""
         return doc_id in self._processing
@@ -252,6 +307,8 @@ class DocumentTree(Tree[Any]):
         """Displayed status (``processing`` while this UI is projecting it)."""
         if d.id in self._processing and not d.tombstoned:
             return "processing"
+        if not d.tombstoned and (d.repository, d.path) in self._unreadable:
+            return "failed"
         return d.status
 
     # -- lazy children -----------------------------------------------------
