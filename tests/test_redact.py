@@ -460,31 +460,10 @@ def test_labelled_file_holds_no_plaintext_secret() -> None:
 def test_labelled_recall_and_precision(capsys: pytest.CaptureFixture[str]) -> None:
     """Recall must be perfect; look-alikes must survive at least 95% of the time."""
     result = evaluate(load_labelled(LABELLED))
-    with capsys.disabled():
+    with capsys.disabled():  # the summary, for the CI log
         print("\n" + result.summary())
     assert result.recall == 1.0, result.failures
-    assert result.lookalike_precision >= 0.95, result.failures
-    assert result.precision >= 0.95
-
-
-def test_evaluate_cli() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "memlens.core.redact", "--evaluate", str(LABELLED)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "recall:      1.000" in proc.stdout
-
-
-def test_redact_cli_stdin() -> None:
-    token = "npm_" + r(36)
-    proc = subprocess.run(
-        [sys.executable, "-m", "memlens.core.redact"],
-        input=f"npm token {token}\n", capture_output=True, text=True, cwd=REPO, timeout=60,
-    )
-    assert proc.returncode == 0
-    assert proc.stdout == "npm token [REDACTED:npm-token]\n"
-    assert "npm-token=1" in proc.stderr
+    assert result.lookalike_precision >= 0.95 and result.precision >= 0.95, result.failures
 
 
 # --------------------------------------------------------------------------

@@ -38,19 +38,25 @@ BELOW_TARGET = {
     ("aws", "keyed"): 0.0,
     ("aws", "prose"): 0.0,
     ("aws", "backticks"): 0.0,
-    # The builder's "longest token" of a curl sample is a URL, a UUID or a
-    # user:pass pair: not a secret once taken out of the curl command.
-    ("curl", "prose"): 3 / 18,
-    ("curl", "backticks"): 3 / 18,
+    # The builder's "longest token" of a curl sample is a URL, a UUID, a hex
+    # string or a user:pass pair: not recognisable once taken out of the curl
+    # command (14 of the 18; docs/reliability.md lists them). The 4 found are
+    # base64/bearer-shaped tokens (one since the entropy fallback of issue 16).
+    ("curl", "prose"): 4 / 18,
+    ("curl", "backticks"): 4 / 18,
 }
 
 # context -> measured share on the whole tuning set (secrets removed; fps kept)
-TUNING_FLOORS = {"keyed": 67 / 68, "prose": 52 / 68, "backticks": 52 / 68, "fp": 173 / 209}
+TUNING_FLOORS = {"keyed": 67 / 68, "prose": 53 / 68, "backticks": 53 / 68, "fp": 196 / 209}
+# Look-alike precision target on the gitleaks fps (issue 16), reached.
+FP_TARGET = 0.90
 
 # Held-out set, measured once after tuning on the gitleaks set only.
-HELD_OUT_FLOORS = {"keyed": 52 / 57, "prose": 31 / 57, "backticks": 31 / 57, "fp": 61 / 90}
-HELD_OUT_RECALL = 114 / 171
-HELD_OUT_PRECISION = 114 / (114 + 29)  # 29 look-alikes altered
+# Re-measured after the issue-16 changes (tuned on the gitleaks set only): +1 prose,
+# +1 backticks; the look-alikes altered are unchanged (29).
+HELD_OUT_FLOORS = {"keyed": 52 / 57, "prose": 32 / 57, "backticks": 32 / 57, "fp": 61 / 90}
+HELD_OUT_RECALL = 116 / 171
+HELD_OUT_PRECISION = 116 / (116 + 29)  # 29 look-alikes altered
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +80,14 @@ def test_tuning_set_per_context_floors(tuning_groups: dict[tuple[str, ...], Grou
     assert set(scores) == set(TUNING_FLOORS)
     low = {c: round(scores[c], 3) for c in TUNING_FLOORS if scores[c] < TUNING_FLOORS[c] - 1e-9}
     assert not low, (low, scores)
+
+
+def test_tuning_set_fp_precision_meets_target(
+    tuning_groups: dict[tuple[str, ...], GroupScore],
+) -> None:
+    kept = sum(g.handled for (_, ctx), g in tuning_groups.items() if ctx == "fp")
+    total = sum(g.total for (_, ctx), g in tuning_groups.items() if ctx == "fp")
+    assert kept / total >= FP_TARGET, (kept, total)
 
 
 def test_tuning_set_every_family_and_context(

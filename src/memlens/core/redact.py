@@ -57,7 +57,10 @@ azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
 random-token         fallback: a standalone 32+ character token mixing upper,
                      lower case and digits, entropy >= 4 (not hex: git SHAs kept);
                      24-31 characters with stricter tests (identifiers such as
-                     ``handleOAuth2Callback`` kept)
+                     ``handleOAuth2Callback`` kept); standard base64 (``+/=``)
+                     of 24+ characters, entropy >= 4.2, unless a digest or
+                     public key by context; 32+ lower case and digits, not hex
+                     (`memlens.core.redact_entropy`)
 jwt                  a JSON Web Token (three base64url segments, header ``eyJ``)
 bearer-token         the token after ``Bearer``
 basic-auth           the base64 credentials after ``Basic`` (must decode to
@@ -85,6 +88,10 @@ secret               a secret-looking value assigned to a key ending in
 ==================== ==========================================================
 
 Look-alikes that are deliberately kept: git SHAs and other hex digests, UUIDs,
+base64 digests and public keys (``sha512-...`` integrity values, key pins, SSH
+public keys, ``data:`` URIs), Google API keys published in the Firebase SDKs,
+malformed vendor samples (an ``sk-ant-api03-`` value of the wrong length that
+reads ``abc123xyz...``, ``xoxp-1234-1234-1234-...``),
 placeholders (``YOUR_API_KEY``, ``<your-token>``, ``xxx``, ``********``,
 ``changeme``, ``${API_KEY}``, ``$TOKEN``, ``os.environ["API_KEY"]``,
 ``process.env.TOKEN``, ``{{ secrets.X }}``), values containing ``EXAMPLE`` (AWS's
@@ -129,18 +136,18 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .redact_entropy import scan_entropy
 from .redact_eval import Evaluation, LabelledExample, evaluate, load_labelled
 from .redact_rules import (
-    _TOKEN_RULES,
     MARKER_RE,
     Finding,
     RedactionResult,
     _Candidate,
     _scan_pem,
-    _scan_tokens,
     _scan_url_passwords,
     marker,
 )
+from .redact_rules_tokens import _TOKEN_RULES, _scan_tokens
 from .redact_scan import _scan_azure_client_secrets, _scan_folded, _scan_random
 
 __all__ = [
@@ -154,6 +161,7 @@ __all__ = [
     "load_labelled",
     "marker",
     "redact",
+    "redact_path",
 ]
 
 
@@ -254,6 +262,7 @@ def _scan_line_local(text: str, fast: str, out: list[_Candidate]) -> list[tuple[
     _scan_url_passwords(text, fast, out)
     _scan_azure_client_secrets(text, fast, out)
     _scan_random(text, fast, out)
+    scan_entropy(text, fast, out)
     # bytes.lower() folds ASCII letters only (fast, and one character per character).
     low = fast.encode("latin-1").lower().decode("latin-1")
     _scan_folded(text, low, markers, out)
@@ -490,6 +499,37 @@ def redact(text: str) -> RedactionResult:
         findings = sorted(findings + mapped, key=lambda f: f.start)
         out, ends = _render(text, findings)
     return RedactionResult(out, tuple(findings))
+
+
+_PATH_SEP = re.compile(r"([/\\])")
+
+
+def redact_path(path: str) -> str:
+    """Redact secrets in a file path, one component at a time.
+
+    A token used as a file or directory name (``notes/ghp_<36>.md``) is found
+    even though, in running text, a token glued to ``/`` or ``.md`` is read as
+    part of a path and kept. Each component is redacted as standalone text with
+    its extension set apart; separators and extensions are kept.
+
+    Args:
+        path: A relative or absolute path (``/`` or ``\\`` separated).
+
+    Returns:
+        The path with each secret-bearing part replaced by its marker;
+        ``path`` itself when nothing was found.
+    """
+    parts = _PATH_SEP.split(path)
+    for i, part in enumerate(parts):
+        if i % 2 or not part:
+            continue
+        stem, dot, ext = part.rpartition(".")
+        if not stem or not ext.isalnum() or len(ext) > 8:
+            stem, dot, ext = part, "", ""
+        red = redact(stem).text
+        if red != stem:
+            parts[i] = red + dot + ext
+    return "".join(parts)
 
 
 #: Every kind `redact` can emit.

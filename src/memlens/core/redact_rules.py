@@ -4,13 +4,14 @@ Split out of ``redact.py`` to keep it short; the public API stays in
 `memlens.core.redact`. Every detector appends candidate spans
 ``(start, end, priority, kind)``; `memlens.core.redact` merges and renders them.
 The detectors that scan the lowercased text (headers, assignments, command-line
-flags) and the random-token fallback live in `memlens.core.redact_scan`.
+flags) and the random-token fallback live in `memlens.core.redact_scan`, the
+prose entropy fallback in `memlens.core.redact_entropy`, and the vendor-prefixed
+token rules in family modules put together by `memlens.core.redact_rules_tokens`
+(`redact_rules_cloud`, `redact_rules_dev`, `redact_rules_saas`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
 from collections import Counter
@@ -302,165 +303,15 @@ def _rule(
     return _TokenRule(kind, re.compile(head + guard + tail), check, group)
 
 
-def _openai_ok(secret: str) -> bool:
-    body = secret[3:]
-    for prefix in ("proj-", "svcacct-", "admin-"):
-        if body.startswith(prefix):
-            body = body[len(prefix) :]
-    return _token_body_ok(body) and _looks_random(body)
-
-
-def _jwt_ok(secret: str) -> bool:
-    header = secret.split(".", 1)[0]
-    try:
-        raw = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
-    except (binascii.Error, ValueError):
-        return False
-    return raw.startswith(b"{") and b'"' in raw
-
-
 def _has_digit(secret: str) -> bool:
     return any(c.isdigit() for c in secret) and _token_body_ok(secret)
 
 
-def _mixed_random(secret: str) -> bool:
-    """Upper case, lower case and digits, entropy >= 3.5: for short-prefix tokens."""
-    return (
-        any(c.isupper() for c in secret)
-        and any(c.islower() for c in secret)
-        and any(c.isdigit() for c in secret)
-        and _entropy(secret) >= 3.5
-        and _token_body_ok(secret)
-    )
-
-
-# Order is priority: when spans overlap, the earlier rule names the finding.
-_TOKEN_RULES: tuple[_TokenRule, ...] = (
-    _rule("aws-access-key", "A(?:KIA|SIA|BIA|CCA)", r"[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    _rule("github-token", "gh[pousr]_", r"[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])"),
-    _rule("github-token", "github_pat_", r"[A-Za-z0-9_]{22,255}+(?![A-Za-z0-9_])"),
-    _rule(
-        "gitlab-token",
-        "gl",
-        r"(?:pat|dt|rt|ptt|cbt|soat|ffct|imt|oas|ft|agent)-[A-Za-z0-9_\-]{20,}+"
-        r"(?:\.[A-Za-z0-9_\-]+)*+",
-        not_after=_ALNUM_DASH,
-    ),
-    _rule("gitlab-token", "GR1348941", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH),
-    _rule(
-        "slack-token",
-        "xox[abposre]",
-        r"(?:\.xox[a-z])?-[A-Za-z0-9\-]{20,}+",
-        not_after=_ALNUM_DASH,
-        check=_has_digit,
-    ),
-    _rule("slack-token", "xapp-", r"\d-[A-Za-z0-9\-]{10,}+", not_after=_ALNUM_DASH),
-    _rule(
-        "slack-webhook",
-        r"hooks\.slack\.com/",
-        r"(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/\-]{20,}+)",
-        not_after=None,
-        group="s",
-    ),
-    _rule(
-        "discord-webhook",
-        "discord",
-        r"(?:app)?\.com/api/webhooks/(?P<s>\d{5,30}/[A-Za-z0-9_\-]{20,}+)",
-        not_after=None,
-        group="s",
-    ),
-    _rule("anthropic-key", "sk-ant-", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH),
-    _rule("openai-key", "sk-", r"[A-Za-z0-9_\-]{20,}+", not_after=_ALNUM_DASH, check=_openai_ok),
-    _rule("stripe-key", "sk_", r"(?:live|test)_[A-Za-z0-9]{10,}+"),
-    _rule("stripe-key", "rk_", r"(?:live|test)_[A-Za-z0-9]{10,}+"),
-    _rule("stripe-key", "whsec_", r"[A-Za-z0-9+/=]{20,}+"),
-    _rule("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", not_after=_ALNUM_DASH),
-    _rule("google-oauth", "GOCSPX-", r"[0-9A-Za-z_\-]{20,}+", not_after=_ALNUM_DASH),
-    _rule("google-oauth", r"ya29\.", r"[0-9A-Za-z_\-]{20,}+", not_after=_ALNUM_DASH),
-    _rule("twilio-api-key", "SK", r"[0-9a-fA-F]{32}(?![0-9A-Za-z])"),
-    _rule(
-        "sendgrid-key",
-        r"SG\.",
-        r"[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+(?![A-Za-z0-9_\-])",
-    ),
-    _rule("npm-token", "npm_", r"[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
-    _rule("pypi-token", "pypi-", r"[A-Za-z0-9_\-]{50,}+", not_after=_ALNUM_DASH),
-    _rule("huggingface-token", "hf_", r"[A-Za-z0-9]{30,40}+(?![A-Za-z0-9_])"),
-    _rule("databricks-token", "dapi", r"[0-9a-f]{32}(?:-\d+)?(?![0-9A-Za-z])"),
-    _rule("digitalocean-token", "do[opr]_v1_", r"[0-9a-f]{64}(?![0-9A-Za-z])"),
-    _rule("shopify-token", "shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}(?![0-9A-Za-z])"),
-    _rule("age-secret-key", "AGE-SECRET-KEY-1", r"[0-9A-Z]{58}(?![0-9A-Za-z])"),
-    _rule("mailgun-key", "key-", r"[0-9a-f]{32}(?![0-9A-Za-z])", not_after=_ALNUM_DASH),
-    _rule("linear-key", "lin_api_", r"[A-Za-z0-9]{40}(?![A-Za-z0-9])"),
-    _rule("atlassian-token", "ATATT3", r"[A-Za-z0-9_\-=]{100,}+", not_after=_ALNUM_DASH),
-    _rule("onepassword-token", "ops_", r"eyJ[A-Za-z0-9+/=_\-]{100,}+"),
-    _rule("grafana-token", "glsa_", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])"),
-    _rule("grafana-token", "glc_", r"[A-Za-z0-9+/]{32,400}+={0,2}"),
-    _rule("notion-token", "ntn_", r"[0-9]{11}[A-Za-z0-9]{35}(?![A-Za-z0-9_])"),
-    _rule("vault-token", r"hv[sb]\.", r"[A-Za-z0-9_\-]{24,}+", not_after=_ALNUM_DASH),
-    _rule("docker-token", "dckr_pat_", r"[A-Za-z0-9_\-]{27,}+", not_after=_ALNUM_DASH),
-    _rule("huggingface-token", "api_org_", r"[A-Za-z0-9]{34}(?![A-Za-z0-9_])"),
-    _rule("groq-key", "gsk_", r"[A-Za-z0-9]{52}(?![A-Za-z0-9_])"),
-    _rule("xai-key", "xai-", r"[A-Za-z0-9]{80}(?![A-Za-z0-9_])", not_after=_ALNUM_DASH),
-    _rule("supabase-token", "sbp_", r"[a-f0-9]{40}(?![A-Za-z0-9_])"),
-    _rule("pulumi-token", "pul-", r"[a-f0-9]{40}(?![A-Za-z0-9_])", not_after=_ALNUM_DASH),
-    _rule("doppler-token", r"dp\.pt\.", r"[A-Za-z0-9]{43}(?![A-Za-z0-9_])"),
-    _rule("heroku-key", "HRKU-", r"[A-Za-z0-9_\-]{58,}+", not_after=_ALNUM_DASH),
-    _rule("postman-key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}(?![A-Za-z0-9])", not_after=_ALNUM_DASH),
-    _rule("sentry-token", "sntry[su]_", r"[A-Za-z0-9_=+/\-]{40,}+", not_after=_ALNUM_DASH),
-    _rule("vault-token", r"s\.", r"[A-Za-z0-9]{24}(?![A-Za-z0-9_.\-])", check=_mixed_random),
-    _rule("intra42-secret", "s-s4t2", r"(?:ud|af)-[0-9a-fA-F]{64}(?![0-9A-Za-z])",
-          not_after=_ALNUM_DASH),
-    _rule("octopus-key", "API-", r"[A-Z0-9]{26}(?![A-Za-z0-9])", not_after=_ALNUM_DASH,
-          check=_has_digit),
-    _rule(
-        "jwt",
-        "eyJ",
-        r"[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+",
-        not_after=_ALNUM_DASH,
-        check=_jwt_ok,
-    ),
-)
-
-_PRIO_TOKEN = 10
 _PRIO_PEM = 0
 _PRIO_SPECIFIC_ASSIGN = 50
 _PRIO_URL = 60
 _PRIO_HEADER = 70
 _PRIO_GENERIC = 90
-
-
-def _group_rules() -> tuple[tuple[re.Pattern[str], tuple[tuple[int, _TokenRule], ...]], ...]:
-    """One scanning regex per first character, with the rules it stands for.
-
-    Fewer passes over the text than one regex per rule; the rules are then
-    tried one by one only where their group matched.
-    """
-    groups: dict[str, list[tuple[int, _TokenRule]]] = {}
-    for prio, rule in enumerate(_TOKEN_RULES, start=_PRIO_TOKEN):
-        first = rule.regex.pattern[0]
-        assert first.isalnum(), rule.regex.pattern  # heads start with a literal
-        groups.setdefault(first, []).append((prio, rule))
-    return tuple(
-        (re.compile("|".join(r.regex.pattern.replace("(?P<s>", "(?:") for _, r in rules)), tuple(rules))
-        for rules in groups.values()
-    )
-
-
-_TOKEN_GROUPS = _group_rules()
-
-
-def _scan_tokens(text: str, fast: str, out: list[_Candidate]) -> None:
-    for scan, rules in _TOKEN_GROUPS:
-        for hit in scan.finditer(fast):
-            pos = hit.start()
-            for prio, rule in rules:
-                m = rule.regex.match(fast, pos) if len(rules) > 1 else hit
-                if m is None:
-                    continue
-                s, e = m.span(rule.group) if rule.group else m.span()
-                if rule.check is None or rule.check(text[s:e]):
-                    out.append((s, e, prio, rule.kind))
 
 
 # PEM private keys -----------------------------------------------------------

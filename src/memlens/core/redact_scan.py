@@ -32,6 +32,7 @@ from .redact_rules import (
     _looks_random,
     _token_body_ok,
 )
+from .redact_rules_cloud import is_public_example
 
 # Detectors that run on the lowercased text --------------------------------------
 # Case-insensitive scanning with re.IGNORECASE is several times slower than a
@@ -290,7 +291,10 @@ def _scan_cli_flags(text: str, low: str, out: list[_Candidate]) -> None:
     for m in _CLI_FLAG.finditer(low):
         s, e, quoted = _value_span(m)
         if not quoted:
-            e = _strip_unquoted(text, s, e)
+            link = low.find("](", s, e)  # a badge: [![x](...?token=VALUE)](https://...)
+            e = _strip_unquoted(text, s, link if link >= 0 else e)
+            if text.startswith("{", s) and "}" not in text[s:e]:
+                continue  # a type in API docs: "`passphrase`: {string | Buffer}"
         is_pw = m.group("key").startswith(_PASSWORD_KEYS)
         if e > s and _assignment_value_ok(text, s, e, password=is_pw, quoted=quoted):
             out.append((s, e, _PRIO_GENERIC, "password" if is_pw else "secret"))
@@ -337,7 +341,10 @@ def _scan_assignments(
             continue
         s, e, quoted = _value_span(m)
         if not quoted:
-            e = _strip_unquoted(text, s, e)
+            link = low.find("](", s, e)  # a badge: [![x](...?token=VALUE)](https://...)
+            e = _strip_unquoted(text, s, link if link >= 0 else e)
+            if text.startswith("{", s) and "}" not in text[s:e]:
+                continue  # a type in API docs: "`passphrase`: {string | Buffer}"
         kind = _assignment_kind(m, text, low, s)
         if kind is None:
             continue
@@ -388,6 +395,13 @@ _RANDOM_TOKEN = re.compile(
     r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9][A-Za-z0-9_\-~]{23,511}+(?![A-Za-z0-9_\-+/=.@~])"
 )
 _SEPARATORS = re.compile(r"[_\-~]")
+_LOWER_HEX = frozenset("0123456789abcdef")
+_UPPER_HEX = frozenset("0123456789ABCDEF")
+
+
+def _is_digest(part: str) -> bool:
+    """Hex in one case (a printed digest); mixed-case hex is a generated token."""
+    return _LOWER_HEX.issuperset(part) or _UPPER_HEX.issuperset(part)
 # Runs that read as words in an identifier: "handle", "Callback", "User".
 _WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
 
@@ -396,8 +410,8 @@ def _random_enough(tok: str) -> bool:
     """The `_scan_random` test for one candidate token."""
     if not (any(c.isupper() for c in tok) and any(c.islower() for c in tok)):
         return False
-    if "example" in tok.lower():
-        return False  # AWS's documented AKIAIOSFODNN7EXAMPLE style
+    if "example" in tok.lower() or is_public_example(tok):
+        return False  # AWS's documented AKIAIOSFODNN7EXAMPLE style, Firebase SDK keys
     digits = sum(c.isdigit() for c in tok)
     if len(tok) < 32:  # short: stricter, so that identifiers stay (handleOAuth2Callback)
         words = sum(len(w) for w in _WORDISH.findall(tok))
@@ -409,7 +423,10 @@ def _random_enough(tok: str) -> bool:
             return False
         longest = 16
     parts = [p for p in _SEPARATORS.split(tok) if p]
-    return max(len(p) for p in parts) >= longest and not _looks_fake(tok)
+    long_parts = [p for p in parts if len(p) >= longest]
+    if not long_parts or all(_is_digest(p) for p in long_parts):
+        return False  # a name around a hex digest: NODE_SEA_FUSE_<32 hex>
+    return not _looks_fake(tok)
 
 
 def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
