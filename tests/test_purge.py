@@ -166,3 +166,30 @@ def test_purge_with_a_reader_open_says_what_is_left(
     assert second.complete and second.changed == 0
     svc.close()
     assert _leaks(db) == []
+
+
+def test_secret_file_name_is_not_indexed_or_printed_by_search(
+        tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path) -> None:
+    """A token used as a file name: the search projection (nodes, FTS vocabulary) and
+    search results carry the redacted name; the document row keeps the real path,
+    which is how the file on disk is found again (see the README's privacy notes)."""
+    db = tmp_path / "names.db"
+    svc = make_service(db)
+    tree.write("MEMORY.md", "# Memory\n\n- notes on the registry\n")
+    tree.write(f"{SECRET}.md", "# Registry\n\nthe registry notes live here\n")
+    svc.ingest(svc.resolve_roots([tree.memdir()]))
+    conn = svc.conn()
+    nodes = [r[0] for r in conn.execute("SELECT logical_path FROM knowledge_nodes")]
+    assert nodes and all(SECRET not in p and BODY not in p for p in nodes)
+    fts = conn.execute("SELECT COUNT(*) FROM knowledge_nodes_fts WHERE knowledge_nodes_fts"
+                       " MATCH ?", (f'logical_path : "{BODY.lower()}"',)).fetchall()[0][0]
+    assert fts == 0
+    assert conn.execute("SELECT COUNT(*) FROM knowledge_nodes_fts WHERE knowledge_nodes_fts"
+                        " MATCH 'logical_path : redacted'").fetchall()[0][0] >= 1
+    hits = svc.search("registry notes", mode="lexical", k=5).hits
+    assert hits and all(SECRET not in h.path for h in hits)
+    assert any(h.path == "[REDACTED:github-token].md" for h in hits)
+    svc.close()
+    out = run_cli("search", "registry notes", "--mode", "lexical", "--json", "--db", str(db),
+                  env=ENV)
+    assert out.returncode == 0 and SECRET not in out.stdout and BODY not in out.stdout

@@ -33,6 +33,7 @@ import apsw
 
 from . import faults
 from .db import ensure_vector_space, rows, scalar, vec_table_name, write_txn
+from .redact import redact_path
 from .store import get_document, prune_unused_chunks
 
 if TYPE_CHECKING:
@@ -325,12 +326,13 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
         return False
     delete_nodes(conn, doc_id)
     t = now()
+    path = redact_path(doc["logical_path"])  # a token used as a file name is not indexed
     for c, v in zip(chunks, vecs, strict=True):
         conn.execute(
             "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
             " logical_path, heading, text, doc_type, vector_space, created_at)"
             " VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (doc_id, rev_id, c["ordinal"], doc["repository"], doc["logical_path"],
+            (doc_id, rev_id, c["ordinal"], doc["repository"], path,
              c["heading"], c["node_text"], doc["doc_type"], space, t))
         node_id = conn.last_insert_rowid()
         faults.checkpoint("projection.node")

@@ -18,6 +18,7 @@ import apsw
 from . import faults
 from .chunking import Chunk, ChunkerConfig
 from .db import rows, scalar, write_txn
+from .redact import redact_path
 from .store import (
     _queue_projection,
     _set_fields,
@@ -119,7 +120,10 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
         new_content = red(content) if content else content
         fm = json.loads(doc["front_matter"] or "{}")
         new_fm = {k: red(v) if isinstance(v, str) else v for k, v in fm.items()}
-        doc_dirty = new_content != content or new_fm != fm
+        # A secret in the file name: the path stays (it finds the file), the search
+        # projection is rebuilt so its nodes carry the redacted path.
+        doc_dirty = new_content != content or new_fm != fm \
+            or redact_path(doc["logical_path"]) != doc["logical_path"]
         if not (doc_dirty or chunks_dirty or n_revs):
             return Reredacted(False, 0, 0, False)
         n_chunks = 0
