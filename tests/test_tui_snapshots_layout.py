@@ -69,3 +69,39 @@ def test_tree_hidden_80x24(scenario: Scenario, snap_compare: Snap) -> None:
     assert snap_compare(quiet_app(scenario), terminal_size=(80, 24),
                         run_before=steps(open_doc(scenario, LANTERN, "build.md",
                                                   tab="timeline"), keys("z")))
+
+
+async def _search_cache_key(pilot: Any) -> None:
+    from .test_tui_snapshots import type_text
+    await pilot.press("s")
+    await type_text(pilot, "cache key")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_search_with_preview(scenario: Scenario, snap_compare: Snap,
+                             size: tuple[int, int]) -> None:
+    """Search "cache key": the hits, the whole chunk of the highlighted one in the preview
+    (beside the results at 120 columns, under them at 80) with the terms highlighted,
+    and the repository/type filters on the bottom row."""
+    assert snap_compare(quiet_app(scenario), terminal_size=size,
+                        run_before=steps(_search_cache_key, keys("down")))
+
+
+def _events_app(scenario: Scenario) -> Any:
+    """An app whose start-up ingest meets a file that is not UTF-8 (fixed clock)."""
+    from memlens.tui.screens.events import EventLog
+    memory = scenario.projects / ORCHARD / "memory"
+    (memory / "bad_bytes.md").write_bytes(b"# Notes\n\nthe nightly run \xff\xfe broke\n")
+    app = quiet_app(scenario)
+    app.roots = list(scenario.roots)
+    app.ingest_on_start = True
+    app.events_log = EventLog(clock=scenario.clock)
+    return app
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_events_pane(scenario: Scenario, snap_compare: Snap, size: tuple[int, int]) -> None:
+    """`E` after a start-up that met a bad file: the file with the reason, newest first,
+    and the status bar's problem count."""
+    assert snap_compare(_events_app(scenario), terminal_size=size,
+                        run_before=steps(keys("E")))

@@ -27,6 +27,7 @@ from .types import (
     DocumentDetail,
     DocumentSummary,
     FilterIndex,
+    HitSource,
     ProjectionState,
     Revision,
     RevisionChunker,
@@ -129,6 +130,48 @@ class ServiceReads(ServiceBase):
                              hash=r["chunk_hash"], tokens=r["tokens"],
                              overlap_chars=r["overlap_chars"], reason=r["reason"] or ""))
         return out
+
+    def hit_source(self, document_id: int, chunk_id: int | None,
+                   ordinal: int = 0) -> HitSource | None:
+        """The whole chunk of a search hit, its line in the file and the file on disk.
+
+        ``chunk_id`` is the hit's chunk (``SearchHit.chunk_id``); without one, the
+        chunk ``ordinal`` of the document's current revision is used. None when the
+        document or the chunk is gone."""
+        conn = self.conn()
+        doc = dbm.rows(conn, "SELECT repository, logical_path, source_path, current_revision_id"
+                       " FROM memory_documents WHERE id=?", (document_id,))
+        if not doc:
+            return None
+        if chunk_id is not None:
+            found = dbm.rows(conn, "SELECT * FROM memory_chunks WHERE id=?", (chunk_id,))
+        else:
+            found = dbm.rows(conn, "SELECT * FROM memory_chunks WHERE revision_id=? AND"
+                             " ordinal=?", (doc[0]["current_revision_id"], ordinal))
+        if not found:
+            return None
+        c = found[0]
+        snap = dbm.scalar(conn, "SELECT snapshot FROM memory_revisions WHERE id=?",
+                          (c["revision_id"],))
+        line = str(snap or "")[: int(c["start_char"])].count("\n") + 1
+        src = doc[0]["source_path"]
+        file = Path(src) if src and Path(src).is_file() else None
+        return HitSource(repository=doc[0]["repository"], path=doc[0]["logical_path"],
+                         ordinal=int(c["ordinal"]),
+                         heading_path=tuple(json.loads(c["heading_path"] or "[]")),
+                         text=c["text"], line=line, file=file)
+
+    def search_facets(self) -> tuple[list[str], list[str]]:
+        """Repositories and document types (front matter ``type``) of live documents,
+        sorted: the choices of the search screen's filters."""
+        conn = self.conn()
+        repos = [str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT repository FROM memory_documents WHERE tombstoned_at IS NULL"
+            " ORDER BY repository")]
+        types = [str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT doc_type FROM memory_documents WHERE tombstoned_at IS NULL"
+            " AND doc_type IS NOT NULL AND doc_type != '' ORDER BY doc_type")]
+        return repos, types
 
     def chunk_nodes(self, doc_id: int) -> dict[int, int]:
         """ordinal -> knowledge node id for the active projection."""

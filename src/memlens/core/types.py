@@ -13,6 +13,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chunker_choice import ChunkerChoice
@@ -48,7 +49,7 @@ __all__ = [
     "BenchError", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig", "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
-    "FilterIndex",
+    "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
     "NO_WORD_NOTE",
     "Problem",
@@ -101,6 +102,29 @@ class DocumentSummary:
             "active_revision_id": self.active_revision_id, "chunks": self.chunk_count,
             "size": self.size, "name": self.name, "type": self.doc_type, "error": self.error,
         }
+
+
+@dataclass(frozen=True)
+class HitSource:
+    """Where a search hit comes from: its whole chunk and its place in the file.
+
+    Attributes:
+        repository: Repository of the document.
+        path: Logical path of the document.
+        ordinal: The chunk's position.
+        heading_path: Titles of the headings around the chunk.
+        text: The whole chunk (as stored: redacted).
+        line: 1-based line of the chunk's first character in the revision it belongs to.
+        file: The document's file on disk, when it is still there (for an editor).
+    """
+
+    repository: str
+    path: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str
+    line: int
+    file: Path | None
 
 
 @dataclass(frozen=True)

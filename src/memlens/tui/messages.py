@@ -14,7 +14,14 @@ from typing import Any
 
 from textual.message import Message
 
-from memlens.core.types import Chunk, DocumentSummary, IndexWarning, QueryEffect, SearchResult
+from memlens.core.types import (
+    Chunk,
+    DocumentSummary,
+    HitSource,
+    IndexWarning,
+    QueryEffect,
+    SearchResult,
+)
 
 
 @dataclass
@@ -118,6 +125,7 @@ class SearchOutcome:
     elapsed: float
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    scope: tuple[str | None, str | None] = (None, None)  # the (repository, type) filters
 
 
 @dataclass
@@ -168,3 +176,13 @@ class FilesUnreadable(Message):
     them ``✗`` (a row of its own for a file that was never stored)."""
 
     files: list[tuple[str, str, str]]
+
+
+@dataclass
+class HitSourceLoaded(Message):
+    """The whole chunk of a search hit was read, for ``purpose``: the preview, the
+    editor (``edit``) or the clipboard (``copy``)."""
+
+    key: tuple[int, int | None, int]
+    source: HitSource | None
+    purpose: str

@@ -8,27 +8,31 @@ and mode still match the input — a slow query never overwrites a newer one.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from typing import Any, ClassVar
 
-from textual import on, work
-from textual.app import ComposeResult
+from textual import events, on, work
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.types import MODES, NO_WORD_NOTE, SearchHit
+from memlens.core.types import MODES, NO_WORD_NOTE, HitSource, SearchHit
 
-from ..messages import SearchOutcome, SearchResults
+from ..messages import HitSourceLoaded, SearchOutcome, SearchResults
 from ..widgets.debounce import Debouncer
 from ..widgets.fmt import heading_label
+from ..widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
 
 DEBOUNCE_SECONDS = 0.15
 RESULTS = 20
+NARROW = 100
+"""Below this width the preview sits under the results instead of beside them."""
 
 
 def next_mode(mode: str) -> str:
@@ -131,6 +135,9 @@ class SearchScreen(Screen["SearchHit | None"]):
         Binding("down", "cursor(1)", "Next hit", show=False),
         Binding("up", "cursor(-1)", "Previous hit / recall", show=False),
         Binding("enter", "open", "Open hit", priority=False),
+        Binding("e", "edit", "Edit"),
+        Binding("y", "copy", "Copy"),
+        Binding("ctrl+f", "filters", "Filters"),
     ]
 
     DEFAULT_CSS = """
@@ -140,7 +147,16 @@ class SearchScreen(Screen["SearchHit | None"]):
         & #search-input { width: 1fr; }
         & #search-mode { width: auto; padding: 1 1 0 1; }
         & #search-info { height: 1; color: $text-muted; padding: 0 1; }
-        & #search-results { height: 1fr; border: none; }
+        & #search-body { height: 1fr; }
+        & #search-results { height: 1fr; width: 3fr; border: none; }
+        & HitPreview { width: 2fr; height: 1fr; }
+        & #search-filters { height: 1; padding: 0 1; }
+        & #search-filters Static { width: auto; color: $text-muted; }
+        & #search-filters Select { width: 1fr; max-width: 40; margin: 0 1; }
+        &.-narrow #search-body { layout: vertical; }
+        &.-narrow #search-results { width: 1fr; height: 1fr; }
+        &.-narrow HitPreview { width: 1fr; height: 40%; border-left: none;
+                               border-top: hkey $foreground 20%; }
     }
     """
 
@@ -156,6 +172,9 @@ class SearchScreen(Screen["SearchHit | None"]):
         self.last: SearchOutcome | None = None
         self.debouncer = Debouncer(self, DEBOUNCE_SECONDS)
         self._fired: tuple[str, str, float] | None = None
+        self.repository: str | None = None  # the filters (None: any)
+        self.doc_type: str | None = None
+        self._sources: dict[tuple[int, int | None, int], HitSource | None] = {}
 
     def compose(self) -> ComposeResult:
         """Input and mode on top, status line, then the results."""
@@ -164,16 +183,24 @@ class SearchScreen(Screen["SearchHit | None"]):
                 yield Input(value=self.initial_query, placeholder="Search memory…",
                             id="search-input")
                 yield Static(self._mode_content(), id="search-mode")
-            yield Static("type to search · ctrl+t switches mode · ctrl+g all projects"
-                         " · enter opens",
+            yield Static("type to search · ctrl+t mode · ctrl+g all projects · ctrl+f filters"
+                         " · enter opens · tab, then e edits, y copies",
                          id="search-info")
-        yield OptionList(id="search-results")
+        with Horizontal(id="search-body"):
+            yield OptionList(id="search-results")
+            yield HitPreview(id="search-preview")
+        with Horizontal(id="search-filters"):
+            yield Static("filter")
+            yield Select[str]([], prompt="any repository", compact=True, id="filter-repository")
+            yield Select[str]([], prompt="any type", compact=True, id="filter-type")
         yield Footer()
 
     def on_mount(self) -> None:
         """Focus the input and run the initial query, if any."""
         self.query_one("#search-input", Input).focus()
+        self.set_class(self.app.size.width < NARROW, "-narrow")
         self.load_history()
+        self.load_facets()
         if self.initial_query.strip():
             self._start(self.initial_query)
 
@@ -224,11 +251,15 @@ class SearchScreen(Screen["SearchHit | None"]):
         """Run one query in a thread and post the outcome."""
         service = self.app.service  # type: ignore[attr-defined]
         t0 = time.perf_counter()
+        scope = (self.repository, self.doc_type)
         try:
-            res = service.search(query, mode=mode, k=RESULTS, all_projects=self.all_projects)
-            out = SearchOutcome(query, mode, res, time.perf_counter() - t0, notes=res.notes)
+            res = service.search(query, mode=mode, k=RESULTS, all_projects=self.all_projects,
+                                 repository=scope[0], doc_type=scope[1])
+            out = SearchOutcome(query, mode, res, time.perf_counter() - t0, notes=res.notes,
+                                scope=scope)
         except Exception as exc:  # shown in the UI, never a crash
-            out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc))
+            out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc),
+                                scope=scope)
         finally:
             service.release_thread_connection()
         if not get_current_worker().is_cancelled:
@@ -237,8 +268,9 @@ class SearchScreen(Screen["SearchHit | None"]):
     @on(SearchResults)
     def _results(self, message: SearchResults) -> None:
         out = message.outcome
-        if out.query != self.query_text or out.mode != self.mode:
-            return  # stale: the input moved on
+        if out.query != self.query_text or out.mode != self.mode \
+                or out.scope != (self.repository, self.doc_type):
+            return  # stale: the input (or a filter) moved on
         self.last = out
         fired = self._fired
         info = self.query_one("#search-info", Static)
@@ -373,6 +405,136 @@ class SearchScreen(Screen["SearchHit | None"]):
             self.app.search_query = self.query_text  # type: ignore[attr-defined]
             self._remember()
             self.dismiss(self.hits[idx])
+
+    # -- filters, preview, editor, clipboard -------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        """Preview beside the results when there is room, under them otherwise."""
+        self.set_class(event.size.width < NARROW, "-narrow")
+
+    @work(thread=True, exclusive=True, group="search-facets", exit_on_error=False)
+    def load_facets(self) -> None:
+        """Read the repositories and document types for the filters."""
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            repos, types = service.search_facets()
+        finally:
+            service.release_thread_connection()
+        self.app.call_from_thread(self._set_facets, repos, types)
+
+    def _set_facets(self, repos: list[str], types: list[str]) -> None:
+        names = short_repositories(repos)
+        self.query_one("#filter-repository", Select).set_options(
+            [(names[r], r) for r in repos])
+        self.query_one("#filter-type", Select).set_options([(t, t) for t in types])
+
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        value = None if event.value is Select.NULL else str(event.value)
+        if event.select.id == "filter-repository":
+            self.repository = value
+        else:
+            self.doc_type = value
+        self._start(self.query_text)
+
+    def action_filters(self) -> None:
+        """Move the focus to the repository filter (Tab goes on to the type filter)."""
+        self.query_one("#filter-repository", Select).focus()
+
+    def _highlighted_hit(self) -> SearchHit | None:
+        idx = self._hit_at(self.query_one("#search-results", OptionList).highlighted)
+        return self.hits[idx] if idx is not None and idx < len(self.hits) else None
+
+    @staticmethod
+    def _key(hit: SearchHit) -> tuple[int, int | None, int]:
+        return (hit.document_id, hit.chunk_id, hit.ordinal)
+
+    @on(OptionList.OptionHighlighted, "#search-results")
+    def _hit_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self._need_source("preview")
+
+    def _need_source(self, purpose: str) -> None:
+        """Use the hit's chunk for ``purpose`` (read it in a thread first if needed)."""
+        hit = self._highlighted_hit()
+        if hit is None:
+            if purpose == "preview":
+                self.query_one(HitPreview).show("")
+            return
+        key = self._key(hit)
+        if key in self._sources:
+            self._use_source(key, self._sources[key], purpose)
+        else:
+            self.read_source(hit, purpose)
+
+    @work(thread=True, group="search-source", exit_on_error=False)
+    def read_source(self, hit: SearchHit, purpose: str) -> None:
+        """Read a hit's whole chunk and its line in the file."""
+        service = self.app.service  # type: ignore[attr-defined]
+        try:
+            src = service.hit_source(hit.document_id, hit.chunk_id, hit.ordinal)
+        finally:
+            service.release_thread_connection()
+        self.post_message(HitSourceLoaded(self._key(hit), src, purpose))
+
+    @on(HitSourceLoaded)
+    def _source_loaded(self, message: HitSourceLoaded) -> None:
+        self._sources[message.key] = message.source
+        hit = self._highlighted_hit()
+        if hit is not None and self._key(hit) == message.key or message.purpose != "preview":
+            self._use_source(message.key, message.source, message.purpose)
+
+    def _use_source(self, key: tuple[int, int | None, int], src: HitSource | None,
+                    purpose: str) -> None:
+        if src is None:
+            if purpose == "preview":
+                self.query_one(HitPreview).show("this chunk is no longer stored")
+            else:
+                self.notify("this hit is no longer stored; search again", severity="warning")
+            return
+        if purpose == "preview":
+            spans = self.app.service.match_spans(src.text, self.query_text)  # type: ignore[attr-defined]
+            self.query_one(HitPreview).show(*preview_content(src, spans))
+        elif purpose == "copy":
+            self.app.copy_to_clipboard(f"{src.repository}/{src.path} #{src.ordinal}"
+                                       f" (line {src.line})\n\n{src.text}")
+            self.notify(f"copied {src.path} #{src.ordinal} ({len(src.text):,} characters)",
+                        timeout=3)
+        elif purpose == "edit":
+            self._edit(src)
+
+    def action_copy(self) -> None:
+        """Copy the highlighted hit's whole chunk (with where it is) to the clipboard."""
+        self._need_source("copy")
+
+    def action_edit(self) -> None:
+        """Open the highlighted hit's file in ``$VISUAL``/``$EDITOR`` at the chunk's line."""
+        self._need_source("edit")
+
+    def _edit(self, src: HitSource) -> None:
+        if src.file is None:
+            self.notify(f"{src.path} is no longer on disk", severity="warning")
+            return
+        argv = editor_command(src.file, src.line)
+        if argv is None:
+            self.notify("set $EDITOR (or $VISUAL) to open files from memlens",
+                        severity="warning")
+            return
+        try:
+            if self.app.is_headless:  # tests: nothing to hand the terminal over from
+                rc = subprocess.run(argv, check=False).returncode
+            else:
+                with self.app.suspend():
+                    rc = subprocess.run(argv, check=False).returncode
+        except (OSError, SuspendNotSupported) as exc:
+            what = "this terminal cannot hand over to an editor" \
+                if isinstance(exc, SuspendNotSupported) else f"could not start {argv[0]}: {exc}"
+            self.notify(what, severity="error")
+            return
+        if rc:
+            self.notify(f"{argv[0]} exited with status {rc}", severity="warning")
+        else:
+            self.notify(f"opened {src.path} at line {src.line}", timeout=3)
 
     def action_close(self) -> None:
         """Back to the browser without opening anything."""
