@@ -16,16 +16,26 @@ changes them, because building 100k chunks takes minutes; the build time is
 reported when a database is built.
 
 Search is timed through ``MemoryService.search`` (k=10, per-document cap 2) over
-generated queries, after a warm-up, in a **fresh subprocess per database**, so
+generated queries, after a warm-up (which also loads the service's in-RAM vector
+matrix, so vector and hybrid are timed on it), in a **fresh subprocess per database**, so
 the peak RSS it reports (``ru_maxrss``) is that of opening the database and
 searching it, not of building it. The hybrid time is also broken down into its
 parts (lexical candidate query, query embedding, sqlite-vec KNN, node metadata
 fetch) to show where the time goes.
+
+``--matrix`` instead compares, per query and interleaved, the vector paths on each
+database: sqlite-vec's ``vec0`` KNN, the in-RAM matrix of
+:mod:`memlens.core.vector_matrix` and the floor (numpy float32 brute force over the
+same vectors already in RAM, no database), the KNN alone (k = 50, the hybrid depth)
+and whole ``search`` calls (vector and hybrid, k = 10) with and without the matrix,
+wall and CPU time; recall@20 of each against exact float64 cosine; matrix load time
+(chunk tables and the vec0 interface) and its RAM.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -128,6 +138,7 @@ def measure(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
     for mode in search_mod.MODES:
         for q in queries[:10]:
             svc.search(q, mode=mode, k=10)
+        svc.vector_cache().wait_loaded()  # steady state: the in-RAM matrix is loaded
         times = []
         hits = 0
         for q in queries:
@@ -165,6 +176,127 @@ def measure(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
     return out
 
 
+def _timed(f: Any) -> tuple[Any, float, float]:
+    w, c = time.perf_counter(), time.process_time()
+    r = f()
+    return r, 1000 * (time.perf_counter() - w), 1000 * (time.process_time() - c)
+
+
+def _wc(wall: list[float], cpu: list[float]) -> dict[str, float]:
+    return {"wall_p50_ms": round(bench.percentile(wall, 50), 3),
+            "wall_p95_ms": round(bench.percentile(wall, 95), 3),
+            "cpu_p50_ms": round(bench.percentile(cpu, 50), 3),
+            "cpu_p95_ms": round(bench.percentile(cpu, 95), 3)}
+
+
+def _matrix_case(name: str, conn: Any, table: str, cache: Any, emb: Any, floor_m: Any,
+                 ids: Any, text: str, q: Any, qn: Any) -> list[int]:
+    """One timed case of :func:`measure_matrix`: the node ids it returns."""
+    import numpy as np
+
+    if name == "knn_vec0":
+        return [int(a) for a, _ in conn.execute(
+            f"SELECT node_id, distance FROM {table} WHERE embedding MATCH ? AND k=50"
+            " ORDER BY distance", (q.tobytes(),))]
+    if name == "knn_matrix":
+        space = table.removeprefix("vec_nodes_")
+        return [i for i, _ in cache.knn(conn, space, emb.dim, emb.metric, q, 50) or []]
+    if name == "knn_floor":
+        s = floor_m @ qn
+        top = np.argpartition(-s, 50)[:50]
+        return [int(x) for x in ids[top[np.argsort(-s[top])]]]
+    mode, path = name.split("_")
+    res = search_mod.search(conn, text, mode=mode, embedder=emb, k=10,
+                            matrix=cache if path == "matrix" else None)
+    return [h.node_id for h in res.hits]
+
+
+def measure_matrix(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
+    """vec0 KNN vs the in-RAM matrix vs the numpy floor on one database (child process)."""
+    import numpy as np
+
+    from memlens.core import db as dbm
+    from memlens.core import vector_matrix as vm
+    from memlens.core.embedding import make_embedder
+
+    emb = make_embedder(embedder_name, _embedder_opts(embedder_name))
+    conn = dbm.connect(db, create=False)
+    space = search_mod.vector_space_for(conn, emb)
+    assert space is not None
+    table = dbm.vec_table_name(space)
+    out: dict[str, Any] = {"load": {}}
+    rss0 = _maxrss_mb()
+    for how in ("shadow", "vec0"):
+        walls, cpus = [], []
+        for _ in range(3):
+            with dbm.read_txn(conn):
+                m, w, c = _timed(lambda h=how: vm.load(conn, space, emb.dim, emb.metric,
+                                                       shadow=h == "shadow"))
+            walls.append(w)
+            cpus.append(c)
+        out["load"][how] = {"wall_p50_ms": round(statistics.median(walls), 1),
+                            "cpu_p50_ms": round(statistics.median(cpus), 1),
+                            "source": m.source}
+        del m
+    cache = vm.VectorMatrixCache(eager=True)
+    with dbm.read_txn(conn):
+        cache.warm(conn, space, emb.dim, emb.metric)
+        mat = cache.get(conn, space, emb.dim, emb.metric)
+    assert mat is not None
+    out["rows"] = len(mat.ids)
+    out["matrix_mb"] = round(mat.nbytes / 2**20, 1)
+    out["rss_after_loads_mb"] = _maxrss_mb()
+    out["rss_before_loads_mb"] = rss0
+    floor_m = np.array(mat.matrix)  # the floor's own copy: plain float32, in RAM
+    exact = floor_m.astype(np.float64)
+    queries = bench.generate_queries(n_queries, seed=3)
+    names = ("knn_vec0", "knn_matrix", "knn_floor", "vector_sql", "vector_matrix",
+             "hybrid_sql", "hybrid_matrix")
+    t: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in names}
+    recall: dict[str, list[float]] = {"vec0": [], "matrix": [], "floor": []}
+    same_top10 = 0
+    differing: list[str] = []
+
+    def add(name: str, w: float, c: float) -> None:
+        t[name][0].append(w)
+        t[name][1].append(c)
+
+    for qi, text in enumerate(queries):
+        q = np.asarray(emb.embed_query(text), dtype=np.float32)
+        if not np.any(q):
+            continue
+        qn = q / np.linalg.norm(q)
+        truth = set(mat.ids[np.argsort(-(exact @ qn.astype(np.float64)), kind="stable")[:20]]
+                    .tolist())
+        order = names if qi % 2 == 0 else tuple(reversed(names))  # interleave, alternate
+        got: dict[str, Any] = {}
+        for name in order:
+            with dbm.read_txn(conn):
+                r, w, c = _timed(functools.partial(_matrix_case, name, conn, table, cache, emb,
+                                                   floor_m, mat.ids, text, q, qn))
+            got[name] = r
+            add(name, w, c)
+        for key, name in (("vec0", "knn_vec0"), ("matrix", "knn_matrix"), ("floor", "knn_floor")):
+            recall[key].append(len(truth & set(got[name][:20])) / 20)
+        same = got["hybrid_sql"] == got["hybrid_matrix"] and \
+            got["vector_sql"] == got["vector_matrix"]
+        same_top10 += same
+        if not same:
+            differing.append(text)
+    out["times"] = {n: _wc(*t[n]) for n in names}
+    out["recall_at_20"] = {k: round(statistics.fmean(v), 4) for k, v in recall.items()}
+    out["identical_search_results"] = f"{same_top10}/{len(t['knn_vec0'][0])}"
+    out["differing_queries"] = differing[:5]
+    out["blas_threads_env"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    fl = out["times"]["knn_floor"]
+    out["ratio_to_floor"] = {n: {"wall": round(out["times"][n]["wall_p50_ms"] / fl["wall_p50_ms"], 2),
+                                 "cpu": round(out["times"][n]["cpu_p50_ms"] / fl["cpu_p50_ms"], 2)}
+                             for n in ("knn_vec0", "knn_matrix", "vector_matrix")}
+    out["loads_during_queries"] = cache.loads - 1
+    conn.close()
+    return out
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           cwd=ROOT)
@@ -182,11 +314,17 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/memlens-bench-cache"))
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--matrix", action="store_true",
+                    help="compare vec0 KNN, the in-RAM matrix and the numpy floor")
     ap.add_argument("--_build", nargs=3, metavar=("DB", "FILES", "EMBEDDER"), help=argparse.SUPPRESS)
     ap.add_argument("--_measure", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
+    ap.add_argument("--_matrix", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._build:
         print(json.dumps(build(Path(a._build[0]), int(a._build[1]), a._build[2])))
+        return 0
+    if a._matrix:
+        print(json.dumps(measure_matrix(Path(a._matrix[0]), a._matrix[1], int(a._matrix[2]))))
         return 0
     if a._measure:
         print(json.dumps(measure(Path(a._measure[0]), a._measure[1], int(a._measure[2]))))
@@ -211,6 +349,13 @@ def main() -> int:
                 print(f"building {db.name} ({files} files)...", file=sys.stderr, flush=True)
                 built = _child(["--_build", str(db), str(files), name])
             print(f"measuring {db.name}...", file=sys.stderr, flush=True)
+            if a.matrix:
+                mm = _child(["--_matrix", str(db), name, str(a.queries)])
+                rows.append({"target_chunks": target, "files": files, "embedder": name,
+                             "db": str(db), "build": built, **mm})
+                if not a.json:
+                    print(json.dumps(rows[-1], indent=2), flush=True)
+                continue
             m = _child(["--_measure", str(db), name, str(a.queries)])
             row = {"target_chunks": target, "files": files, "embedder": name,
                    "fingerprint": emb.fingerprint(), "db": str(db),

@@ -26,19 +26,25 @@ document are dropped so one long file cannot flood the list.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from . import search_hits as hits_mod
 from .config import FUSIONS, SearchSettings
 from .db import rows, scalar, vec_table_name
+from .search_hits import HL_END as HL_END
+from .search_hits import HL_START as HL_START
+from .search_hits import SearchHit as SearchHit
+from .search_hits import SearchResult as SearchResult
 
 if TYPE_CHECKING:
 
     from .embedding import Embedder
+    from .vector_matrix import VectorMatrixCache
 from .search_query import STOP_WORDS as STOP_WORDS
 from .search_query import build_fts_query as build_fts_query
 from .search_query import match_spans as match_spans
@@ -59,93 +65,10 @@ MATCH_KINDS = ("lexical", "semantic", "closest")
 NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
                 " meaning, not matches")
 
-HL_START = "\x02"
-HL_END = "\x03"
 
 
 class SearchError(Exception):
     """A search request that cannot be served (bad mode, no embedder...)."""
-
-
-@dataclass
-class SearchHit:
-    """One result; ``as_json`` gives the stable JSON shape."""
-
-    repository: str
-    path: str
-    heading_path: list[str]
-    ordinal: int
-    start_char: int
-    end_char: int
-    score: float
-    snippet: str
-    highlights: list[tuple[int, int]] = field(default_factory=list)
-    ranks: dict[str, int | None] = field(default_factory=dict)
-    document_id: int = 0
-    node_id: int = 0
-    chunk_id: int | None = None
-    doc_type: str | None = None
-    lexical_match: bool = False
-    # "lexical": shares a query term; "semantic": no shared term, but close by meaning
-    # while other hits do match words; "closest": nothing in memory shares a word with
-    # the query, so this is only the nearest by meaning and not presented as a match.
-    match: str = "lexical"
-
-    @property
-    def is_match(self) -> bool:
-        """Whether the hit is presented as a match (not merely "closest by meaning")."""
-        return self.match != "closest"
-
-    def as_json(self) -> dict[str, Any]:
-        """The hit as a JSON-ready dict (no private paths)."""
-        d = asdict(self)
-        d["highlights"] = [list(h) for h in self.highlights]
-        return d
-
-
-@dataclass
-class SearchResult:
-    """Hits for a query in one mode."""
-
-    query: str
-    mode: str
-    hits: list[SearchHit]
-    fts_query: str | None = None
-    embedder: str | None = None
-    notes: list[str] = field(default_factory=list)
-    preferred_repository: str | None = None
-
-    @property
-    def matches(self) -> int:
-        """How many hits are presented as matches (``match`` is not ``"closest"``)."""
-        return sum(1 for h in self.hits if h.is_match)
-
-    def as_json(self) -> dict[str, Any]:
-        """``{"query","mode","hits":[...]}`` plus ``embedder``, ``notes``, ``matches``
-        (hits that are matches, not merely closest by meaning) and
-        ``preferred_repository`` (the project ranked first, if any)."""
-        return {"query": self.query, "mode": self.mode, "embedder": self.embedder,
-                "notes": self.notes, "matches": self.matches,
-                "preferred_repository": self.preferred_repository,
-                "hits": [h.as_json() for h in self.hits]}
-
-
-def _split_snippet(raw: str) -> tuple[str, list[tuple[int, int]]]:
-    out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    start = -1
-    for ch in raw:
-        if ch == HL_START:
-            start = pos
-        elif ch == HL_END:
-            if start >= 0:
-                spans.append((start, pos))
-            start = -1
-        else:
-            out.append(ch)
-            pos += 1
-    return "".join(out), spans
 
 
 def _filters(repository: str | None, doc_type: str | None, alias: str = "n") -> tuple[str, list[Any]]:
@@ -160,31 +83,6 @@ def _filters(repository: str | None, doc_type: str | None, alias: str = "n") -> 
     return sql, params
 
 
-_NODE_COLS = (
-    "n.id AS node_id, n.document_id, n.ordinal, n.repository, n.logical_path, n.heading,"
-    " n.text, n.doc_type, c.id AS chunk_id, c.start_char, c.end_char, c.heading_path"
-)
-_NODE_JOIN = (
-    " JOIN knowledge_node_memory_chunks j ON j.node_id=n.id"
-    " JOIN memory_chunks c ON c.id=j.chunk_id"
-)
-
-
-def _hit(r: dict[str, Any], score: float, snippet: str, spans: list[tuple[int, int]]) -> SearchHit:
-    return SearchHit(
-        repository=r["repository"], path=r["logical_path"],
-        heading_path=list(json.loads(r["heading_path"])), ordinal=int(r["ordinal"]),
-        start_char=int(r["start_char"]), end_char=int(r["end_char"]), score=float(score),
-        snippet=snippet, highlights=spans, document_id=int(r["document_id"]),
-        node_id=int(r["node_id"]), chunk_id=int(r["chunk_id"]), doc_type=r["doc_type"])
-
-
-def _lead_snippet(text: str, n: int = 200) -> str:
-    body = text.split("\n\n", 1)[-1] if "\n\n" in text else text
-    s = " ".join(body.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str | None = None,
             doc_type: str | None = None, prefix: bool = True,
             snippets: bool = True) -> SearchResult:
@@ -194,10 +92,24 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
     are then fetched for those rows alone (building a snippet for every matching
     row made a common query ~6x slower at 100k chunks).
     """
-    fts = build_fts_query(query, prefix=prefix)
-    res = SearchResult(query=query, mode="lexical", hits=[], fts_query=fts)
-    if fts is None or k <= 0:
+    res = SearchResult(query=query, mode="lexical", hits=[],
+                       fts_query=build_fts_query(query, prefix=prefix))
+    top = _lexical_top(conn, res, k, repository, doc_type)
+    if not top:
         return res
+    res.hits = hits_mod.lexical_hits(top, hits_mod.node_meta(conn, [nid for nid, _ in top]))
+    if snippets:
+        attach_snippets(conn, res.fts_query, res.hits)
+    return res
+
+
+def _lexical_top(conn: apsw.Connection, res: SearchResult, k: int, repository: str | None,
+                 doc_type: str | None) -> list[tuple[int, float]]:
+    """``(node_id, bm25)`` of the best ``k`` FTS5 matches of ``res.fts_query``
+    (bm25 is "lower is better"); a parse error becomes a note on ``res``."""
+    fts = res.fts_query
+    if fts is None or k <= 0:
+        return []
     fsql, fparams = _filters(repository, doc_type)
     if fsql:
         sql = (f"SELECT n.id AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
@@ -207,28 +119,11 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
         sql = (f"SELECT rowid AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
                " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? ORDER BY score LIMIT ?")
     try:
-        top = rows(conn, sql, [fts, *fparams, int(k)])
+        # through ``rows`` (one place to observe the first read; see test_concurrency)
+        return [(int(r["id"]), float(r["score"])) for r in rows(conn, sql, [fts, *fparams, int(k)])]
     except apsw.SQLError as exc:  # defensive: our builder should never produce bad syntax
         res.notes.append(f"query could not be parsed: {exc}")
-        return res
-    if not top:
-        return res
-    ids = [int(r["id"]) for r in top]
-    ph = ",".join("?" * len(ids))
-    meta = {int(r["node_id"]): r for r in rows(
-        conn, f"SELECT {_NODE_COLS} FROM knowledge_nodes n{_NODE_JOIN} WHERE n.id IN ({ph})", ids)}
-    for r in top:
-        m = meta.get(int(r["id"]))
-        if m is None:  # node swapped out between the two reads of this snapshot-less query
-            continue
-        # bm25 is "lower is better" and negative; expose a positive score.
-        res.hits.append(_hit(m, -float(r["score"]), _lead_snippet(m["text"]), []))
-    for i, h in enumerate(res.hits, 1):
-        h.ranks = {"lexical": i, "vector": None}
-        h.lexical_match, h.match = True, "lexical"
-    if snippets:
-        attach_snippets(conn, fts, res.hits)
-    return res
+        return []
 
 
 def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[SearchHit]) -> None:
@@ -249,7 +144,7 @@ def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[Searc
     for h in hits:
         raw = by_id.get(h.node_id)
         if raw:
-            snip, spans = _split_snippet(raw)
+            snip, spans = hits_mod.split_snippet(raw)
             if snip.strip():
                 h.snippet, h.highlights = snip, spans
 
@@ -261,21 +156,49 @@ def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:
 
 
 def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10,
-           repository: str | None = None, doc_type: str | None = None) -> SearchResult:
-    """sqlite-vec KNN over the nodes embedded with ``embedder`` (cosine distance)."""
+           repository: str | None = None, doc_type: str | None = None,
+           matrix: VectorMatrixCache | None = None) -> SearchResult:
+    """Exact KNN over the nodes embedded with ``embedder`` (cosine distance).
+
+    With ``matrix`` (a long-lived service's cache, :mod:`memlens.core.vector_matrix`)
+    the scan runs over an in-RAM float32 copy of the space when that copy matches the
+    current snapshot; otherwise, and without ``matrix``, sqlite-vec's ``vec0`` KNN
+    answers. Both give the same neighbours in the same order.
+    """
+    res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
+    knn = _vector_knn(conn, res, query, embedder, k, repository, doc_type, matrix)()
+    if knn:
+        res.hits = hits_mod.vector_hits(knn, hits_mod.node_meta(conn, [nid for nid, _ in knn]))
+    return res
+
+
+def _vector_knn(conn: apsw.Connection, res: SearchResult, query: str, embedder: Embedder,
+                k: int, repository: str | None, doc_type: str | None,
+                matrix: VectorMatrixCache | None, *, background: bool = False,
+                ) -> Callable[[], list[tuple[int, float]]]:
+    """A callable giving ``(node_id, distance)`` of the ``k`` nearest nodes, nearest
+    first. With ``background`` and a usable ``matrix``, the in-RAM scan runs on the
+    cache's worker thread meanwhile (numpy releases the GIL), so hybrid can run its
+    FTS query at the same time; otherwise the work is done before returning."""
     import numpy as np
 
-    res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
     if not query.strip() or k <= 0:
-        return res
-    space = vector_space_for(conn, embedder)
-    if space is None:
+        return list
+    space = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?",
+                   (embedder.fingerprint(),))
+    if not space:
         res.notes.append("no vectors for this embedder yet; run `memlens project`")
-        return res
+        return list
     q = np.asarray(embedder.embed_query(query), dtype=np.float32)
     if q.shape != (embedder.dim,) or not np.any(q):
-        return res
+        return list
     kk = max(1, min(int(k), VEC_K_MAX))
+    if matrix is not None:
+        later = matrix.knn_later(conn, str(space), embedder.dim, embedder.metric, q, kk,
+                                 repository=repository, doc_type=doc_type,
+                                 background=background)
+        if later is not None:
+            return later
     fsql = ""
     params: list[Any] = [q.tobytes(), kk]
     if repository:
@@ -284,24 +207,10 @@ def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10
     if doc_type:
         fsql += " AND doc_type=?"
         params.append(doc_type)
-    knn = rows(conn, f"SELECT node_id, distance FROM {vec_table_name(space)}"
-               f" WHERE embedding MATCH ? AND k=?{fsql} ORDER BY distance", params)
-    if not knn:
-        return res
-    ids = [int(r["node_id"]) for r in knn]
-    dist = {int(r["node_id"]): float(r["distance"]) for r in knn}
-    ph = ",".join("?" * len(ids))
-    meta = {int(r["node_id"]): r for r in rows(
-        conn, f"SELECT {_NODE_COLS} FROM knowledge_nodes n{_NODE_JOIN} WHERE n.id IN ({ph})", ids)}
-    for nid in ids:
-        r = meta.get(nid)
-        if r is None:  # vector without a node (should not happen; doctor reports it)
-            continue
-        res.hits.append(_hit(r, 1.0 - dist[nid], _lead_snippet(r["text"]), []))
-    for i, h in enumerate(res.hits, 1):
-        h.ranks = {"lexical": None, "vector": i}
-        h.lexical_match, h.match = False, "semantic"
-    return res
+    found = [(int(r["node_id"]), float(r["distance"])) for r in rows(
+        conn, f"SELECT node_id, distance FROM {vec_table_name(str(space))}"
+        f" WHERE embedding MATCH ? AND k=?{fsql} ORDER BY distance", params)]
+    return lambda: found
 
 
 def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
@@ -340,7 +249,7 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            vector_weight: float = VECTOR_WEIGHT, fusion: str = FUSION,
            rrf_k: float = RRF_K, candidates: int = CANDIDATES,
            semantic_min_z: float | None = SEMANTIC_MIN_Z, snippets: bool = True,
-           ) -> SearchResult:
+           matrix: VectorMatrixCache | None = None, complete: bool = True) -> SearchResult:
     """Fuse lexical and vector results, diversified per document (``snippets``: attach
     FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
@@ -362,16 +271,27 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     keeps them all), so a query nothing matches lexically and whose neighbours are
     all alike returns few or no hits. If the embedder fails, the lexical results
     are returned with a note instead of an error.
+
+    Candidates are ranked as bare hits (node, document, repository, score) and
+    only the returned hits read their node and chunk columns (``complete=False``
+    leaves them bare: :func:`search` completes them after its own cut);
+    ``matrix`` is passed to :func:`vector` (an in-RAM copy of the vectors, same
+    neighbours).
     """
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
     n = max(int(candidates), int(k), 1)
-    lex = lexical(conn, query, k=n, repository=repository, doc_type=doc_type, snippets=False)
-    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=lex.fts_query)
-    res.notes.extend(lex.notes)
-    vec_hits = _vector_side(conn, query, embedder, res, k=n, repository=repository,
-                            doc_type=doc_type)
-    pool = _Pool.merge(lex.hits, vec_hits)
+    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=build_fts_query(query))
+    # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
+    vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
+                             doc_type=doc_type, matrix=matrix)
+    lex_top = _lexical_top(conn, res, n, repository, doc_type)
+    vec_top = vec_later()
+    # Candidates are ranked bare (one light read for both lists); only the hits kept
+    # after fusion and the cut read their node text.
+    known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])
+    pool = _Pool.merge(hits_mod.stubs(lex_top, known, "lexical"),
+                       hits_mod.stubs(vec_top, known, "vector"))
     if semantic_min_z is not None:
         pool.drop_weak_semantic(semantic_min_z)
     scores = pool.scores(fusion, lexical_weight, vector_weight, rrf_k)
@@ -385,27 +305,45 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
         for h in res.hits:
             h.match = "closest"
         res.notes.append(NO_WORD_NOTE)
+    if complete:
+        res.hits = hits_mod.complete(conn, res.hits)
     if snippets:
-        attach_snippets(conn, lex.fts_query, res.hits)
+        attach_snippets(conn, res.fts_query, res.hits)
     return res
 
 
 def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
                  res: SearchResult, *, k: int, repository: str | None,
-                 doc_type: str | None) -> list[SearchHit]:
-    """Vector candidates for hybrid search; an embedder failure becomes a note on
-    ``res`` and no candidates (lexical results still answer)."""
+                 doc_type: str | None, matrix: VectorMatrixCache | None = None,
+                 ) -> Callable[[], list[tuple[int, float]]]:
+    """Start the vector candidates of hybrid search; the returned callable gives
+    ``(node_id, distance)`` and adds this side's notes to ``res``. An embedder failure
+    becomes a note and no candidates (lexical results still answer)."""
     if embedder is None:
-        return []
-    try:
-        v = vector(conn, query, embedder, k=k, repository=repository, doc_type=doc_type)
-    except Exception as exc:  # any embedder failure degrades to lexical
+        return list
+    v = SearchResult(query=query, mode="vector", hits=[])
+
+    def failed(exc: Exception) -> list[tuple[int, float]]:
         res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
                          " showing lexical results only")
         return []
-    res.embedder = v.embedder
-    res.notes.extend(v.notes)
-    return v.hits
+
+    try:
+        v.embedder = embedder.fingerprint()
+        pending = _vector_knn(conn, v, query, embedder, k, repository, doc_type, matrix,
+                              background=True)
+    except Exception as exc:  # any embedder failure degrades to lexical
+        return functools.partial(failed, exc)
+
+    def finish() -> list[tuple[int, float]]:
+        try:
+            knn = pending()
+        except Exception as exc:  # same degrade as above
+            return failed(exc)
+        res.embedder = v.embedder
+        res.notes.extend(v.notes)
+        return knn
+    return finish
 
 
 @dataclass
@@ -468,7 +406,8 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
            embedder: Embedder | None = None, k: int = 10, repository: str | None = None,
            doc_type: str | None = None, per_document: int = 2,
            fusion_options: dict[str, Any] | None = None,
-           prefer_repository: str | None = None) -> SearchResult:
+           prefer_repository: str | None = None,
+           matrix: VectorMatrixCache | None = None) -> SearchResult:
     """Search active projections in the given mode (never raises on query text).
 
     ``fusion_options`` are passed to :func:`hybrid` (``fusion``, ``lexical_weight``,
@@ -478,6 +417,8 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
     project's hits first: of the best ``candidates`` hits, the matches of the
     preferred project come first, then the other matches, then hits that are only
     closest by meaning; each group keeps its own order.
+
+    ``matrix``: a long-lived caller's in-RAM vector cache (see :func:`vector`).
     """
     if mode not in MODES:
         raise SearchError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
@@ -485,31 +426,36 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
     prefer = prefer_repository if prefer_repository and not repository else None
     depth = max(k, int((fusion_options or {}).get("candidates", CANDIDATES))) if prefer else k
     res = _search_mode(conn, query, mode, embedder, depth, repository, doc_type, per_document,
-                       fusion_options)
+                       fusion_options, matrix)
     if prefer:
         res.preferred_repository = prefer
         res.hits = sorted(res.hits, key=lambda h: (not h.is_match,
                                                    h.repository != prefer))[:k]
+    res.hits = hits_mod.complete(conn, res.hits)  # node text for the hits shown only
     attach_snippets(conn, res.fts_query, res.hits)  # once, for the hits shown
     return res
 
 
 def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedder | None,
                  k: int, repository: str | None, doc_type: str | None, per_document: int,
-                 fusion_options: dict[str, Any] | None) -> SearchResult:
+                 fusion_options: dict[str, Any] | None,
+                 matrix: VectorMatrixCache | None = None) -> SearchResult:
+    depth = k * 4 if per_document else k
     if mode == "lexical":
-        res = lexical(conn, query, k=k * 4 if per_document else k, repository=repository,
-                      doc_type=doc_type, snippets=False)
-        res.hits = diversify(res.hits, per_document)[:k]
+        res = SearchResult(query=query, mode="lexical", hits=[], fts_query=build_fts_query(query))
+        top = _lexical_top(conn, res, depth, repository, doc_type)
+        known = hits_mod.light(conn, [nid for nid, _ in top])
+        res.hits = diversify(hits_mod.stubs(top, known, "lexical"), per_document)[:k]
         for i, h in enumerate(res.hits, 1):
             h.ranks = {"lexical": i, "vector": None}
         return res
     if mode == "vector":
         if embedder is None:
             raise SearchError("vector search needs an embedder")
-        res = vector(conn, query, embedder, k=k * 4 if per_document else k,
-                     repository=repository, doc_type=doc_type)
-        res.hits = diversify(res.hits, per_document)[:k]
+        res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
+        knn = _vector_knn(conn, res, query, embedder, depth, repository, doc_type, matrix)()
+        known = hits_mod.light(conn, [nid for nid, _ in knn])
+        res.hits = diversify(hits_mod.stubs(knn, known, "vector"), per_document)[:k]
         for i, h in enumerate(res.hits, 1):
             h.ranks = {"lexical": None, "vector": i}
         if res.hits and not _any_word_occurs(conn, query, repository, doc_type):
@@ -518,11 +464,24 @@ def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedde
             res.notes.append(NO_WORD_NOTE)
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
-                  per_document=per_document, snippets=False, **(fusion_options or {}))
+                  per_document=per_document, snippets=False, matrix=matrix, complete=False,
+                  **(fusion_options or {}))
 
 
 def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,
                      doc_type: str | None) -> bool:
-    """Whether any active chunk shares a term with ``query`` (one lexical hit is enough)."""
-    return bool(lexical(conn, query, k=1, repository=repository, doc_type=doc_type,
-                        snippets=False).hits)
+    """Whether any active chunk shares a term with ``query`` (stops at the first
+    match: no bm25 ranking of every matching row)."""
+    fts = build_fts_query(query)
+    if fts is None:
+        return False
+    fsql, fparams = _filters(repository, doc_type)
+    if fsql:
+        sql = ("SELECT 1 FROM knowledge_nodes_fts JOIN knowledge_nodes n"
+               f" ON n.id=knowledge_nodes_fts.rowid WHERE knowledge_nodes_fts MATCH ?{fsql} LIMIT 1")
+    else:
+        sql = "SELECT 1 FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? LIMIT 1"
+    try:
+        return conn.execute(sql, [fts, *fparams]).fetchone() is not None
+    except apsw.SQLError:
+        return False

@@ -63,6 +63,7 @@ from .types import (
     PurgeOutcome,
     RechunkOutcome,
 )
+from .vector_matrix import VectorMatrixCache
 
 if TYPE_CHECKING:
     from .watch import Watcher, WatchEvent
@@ -115,6 +116,24 @@ class MemoryService(ServiceReads):
     """Façade over the memlens core for one database."""
 
     # (plumbing: memlens.core.service_base; reads: memlens.core.service_reads)
+
+    # In-RAM copies of the vector spaces (memlens.core.vector_matrix), loaded in the
+    # background from the second search at an unchanged store on: a one-shot command
+    # never pays the load, a long-lived one (TUI, MCP) never waits for it.
+    _vector_cache: VectorMatrixCache | None = None
+
+    def vector_cache(self) -> VectorMatrixCache:
+        """This service's vector matrix cache (created on first use)."""
+        if self._vector_cache is None:
+            self._vector_cache = VectorMatrixCache(
+                connect=lambda: dbm.connect(self.db_path, create=False))
+        return self._vector_cache
+
+    def close(self) -> None:
+        """Close every connection and drop the in-RAM vectors."""
+        if self._vector_cache is not None:
+            self._vector_cache.clear()
+        super().close()
 
     # -- sources ------------------------------------------------------------
     def resolve_roots(self, paths: Sequence[Path] | None = None,
@@ -269,7 +288,8 @@ class MemoryService(ServiceReads):
                                      repository=repository, doc_type=doc_type,
                                      fusion_options=opts.fusion_options(
                                          emb.name if emb is not None else None),
-                                     prefer_repository=prefer)
+                                     prefer_repository=prefer,
+                                     matrix=self.vector_cache() if emb is not None else None)
 
     def remember_search(self, query: str, mode: str, source: str) -> bool:
         """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not

@@ -1,0 +1,303 @@
+"""The in-RAM vector matrix (memlens.core.vector_matrix): same neighbours as sqlite-vec,
+invalidated by every projection change, never mixing snapshots, loaded only when it pays."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlens.core import db as dbm
+from memlens.core import search as search_mod
+from memlens.core import vector_matrix as vm
+from memlens.core.embedding import make_embedder
+from memlens.core.service import MemoryService
+from memlens.core.sources import roots_for_path
+from tests.conftest import CORPUS, MemoryTree
+from tests.test_search import _service
+
+QUERIES = ["how do we deploy", "sqlite busy timeout", "release checklist", "cache invalidation",
+           "python typing", "wal checkpoint", "zebraquokka", "test fixtures", "logging format"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
+    base = tmp_path_factory.mktemp("vm")
+    shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(base, make_embedder("hashing", {}))
+    s.ingest(roots_for_path(base / "corpus"))
+    yield s
+    s.close()
+
+
+def _space(svc: MemoryService) -> str:
+    space = search_mod.vector_space_for(svc.conn(), svc.embedder)
+    assert space is not None
+    return space
+
+
+def _sql_knn(conn: Any, space: str, q: Any, k: int, repository: str | None = None,
+             doc_type: str | None = None) -> list[tuple[int, float]]:
+    sql = (f"SELECT node_id, distance FROM {dbm.vec_table_name(space)}"
+           " WHERE embedding MATCH ? AND k=?")
+    params: list[Any] = [np.asarray(q, dtype=np.float32).tobytes(), k]
+    if repository:
+        sql += " AND repository=?"
+        params.append(repository)
+    if doc_type:
+        sql += " AND doc_type=?"
+        params.append(doc_type)
+    return [(int(a), float(b)) for a, b in svc_rows(conn, sql + " ORDER BY distance", params)]
+
+
+def svc_rows(conn: Any, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    return list(conn.execute(sql, params))
+
+
+def _load(svc: MemoryService, **kw: Any) -> vm.VectorMatrix:
+    conn = svc.conn()
+    with dbm.read_txn(conn):
+        return vm.load(conn, _space(svc), svc.embedder.dim, svc.embedder.metric, **kw)
+
+
+def test_matrix_knn_equals_sqlite_vec(corpus: MemoryService) -> None:
+    """Same neighbours, same order, same distances as vec0 at several depths."""
+    conn, space = corpus.conn(), _space(corpus)
+    m = _load(corpus)
+    assert len(m.ids) == int(conn.execute(
+        "SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space=?", (space,)).fetchone()[0])
+    for text in QUERIES:
+        q = corpus.embedder.embed_query(text)
+        for k in (1, 20, 50, 4096):
+            want = _sql_knn(conn, space, q, k)
+            got = m.knn(np.asarray(q, dtype=np.float32), k)
+            assert [i for i, _ in got] == [i for i, _ in want], (text, k)
+            assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
+
+
+def test_filters_match_the_sql_path(corpus: MemoryService) -> None:
+    """repository / doc_type filters: the top rows among the allowed rows only, as vec0."""
+    conn, space = corpus.conn(), _space(corpus)
+    repos = [r[0] for r in conn.execute("SELECT DISTINCT repository FROM knowledge_nodes")]
+    types = [r[0] for r in conn.execute(
+        "SELECT DISTINCT doc_type FROM knowledge_nodes WHERE doc_type IS NOT NULL")]
+    assert len(repos) >= 2 and types
+    m = _load(corpus)
+    cache = vm.VectorMatrixCache(eager=True)
+    combos = [(r, None) for r in repos] + [(None, t) for t in types] + \
+        [(repos[0], types[0]), ("no-such-repo", None), (None, "no-such-type")]
+    for text in QUERIES[:5]:
+        q = np.asarray(corpus.embedder.embed_query(text), dtype=np.float32)
+        for repo, dtype in combos:
+            want = _sql_knn(conn, space, q, 20, repo, dtype)
+            with dbm.read_txn(conn):
+                got = m.knn(q, 20, m.allowed(conn, repo, dtype))
+                via_cache = cache.knn(conn, space, corpus.embedder.dim, "cosine", q, 20,
+                                      repository=repo, doc_type=dtype)
+            assert [i for i, _ in got] == [i for i, _ in want], (text, repo, dtype)
+            assert via_cache == got
+    assert cache.loads == 1
+
+
+def test_search_results_identical_with_and_without_matrix(corpus: MemoryService) -> None:
+    """Vector and hybrid return the same hits, ranks, notes and scores on either path."""
+    conn = corpus.conn()
+    cache = vm.VectorMatrixCache(eager=True)
+    repo = str(conn.execute("SELECT repository FROM knowledge_nodes LIMIT 1").fetchone()[0])
+    for text in QUERIES:
+        for mode in ("vector", "hybrid"):
+            for filt in ({}, {"repository": repo}):
+                with dbm.read_txn(conn):
+                    a = search_mod.search(conn, text, mode=mode, embedder=corpus.embedder,
+                                          k=10, **filt)
+                    b = search_mod.search(conn, text, mode=mode, embedder=corpus.embedder,
+                                          k=10, matrix=cache, **filt)
+                ja, jb = a.as_json(), b.as_json()
+                sa = [h.pop("score") for h in ja["hits"]]
+                sb = [h.pop("score") for h in jb["hits"]]
+                assert ja == jb, (text, mode, filt)
+                # float32 sums in another order: distances agree to ~1e-7
+                assert np.allclose(sa, sb, rtol=1e-5, atol=1e-5)
+    assert cache.loads == 1
+
+
+def test_shadow_read_equals_vec0_interface(make_service: Callable[..., object],
+                                           tree: MemoryTree) -> None:
+    """Reading vec0's chunk tables gives exactly the rows of ``SELECT ... FROM vec0``,
+    also after deletes left invalid slots behind."""
+    for i in range(12):
+        tree.write(f"n{i}.md", f"# Note {i}\n\nalpha beta {i} gamma\n\n## Part\n\ndelta {i * 7}\n")
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    svc.ingest(svc.resolve_roots([tree.memdir()]))
+    for i in range(0, 12, 3):
+        tree.write(f"n{i}.md", f"# Note {i}\n\nchanged words {i}\n")
+    tree.remove("n1.md")
+    svc.ingest(svc.resolve_roots([tree.memdir()]))
+    fast, slow = _load(svc), _load(svc, shadow=False)
+    assert fast.source == "shadow" and slow.source == "vec0"
+    assert np.array_equal(fast.ids, slow.ids)
+    assert np.array_equal(fast.matrix, slow.matrix)
+    live = svc.conn().execute("SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0]
+    assert len(fast.ids) == live
+
+
+def _fp(svc: MemoryService) -> vm.Fingerprint:
+    conn = svc.conn()
+    with dbm.read_txn(conn):
+        return vm.fingerprint(conn, _space(svc))
+
+
+def test_fingerprint_moves_on_every_projection_change(make_service: Callable[..., object],
+                                                      tree: MemoryTree) -> None:
+    tree.write("a.md", "# A\n\nfirst note about ports\n\n## More\n\nsecond part\n")
+    tree.write("b.md", "# B\n\nanother note\n")
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    roots = svc.resolve_roots([tree.memdir()])
+    svc.ingest(roots)
+    f0 = _fp(svc)
+    svc.search("ports", mode="lexical")  # a search (and its history row) changes nothing
+    svc.remember_search("ports", "lexical", "cli")
+    assert _fp(svc) == f0
+    # Same number of vectors, replaced by new ones: seq moves, count does not.
+    count0 = len(_load(svc).ids)
+    tree.write("a.md", "# A\n\nfirst note about sockets\n\n## More\n\nsecond part\n")
+    svc.ingest(roots)
+    f1 = _fp(svc)
+    assert len(_load(svc).ids) == count0
+    assert f1 != f0 and f1[2] == f0[2] and f1[1] > f0[1]
+    # Rechunk: the vectors of the document are replaced.
+    cfg = svc.chunker_config_with({"strategy": "whole"})
+    svc.rechunk_and_project(None, cfg)
+    f2 = _fp(svc)
+    assert f2 != f1
+    # Delete only: the count moves.
+    tree.remove("b.md")
+    svc.ingest(roots)
+    f3 = _fp(svc)
+    assert f3 != f2 and f3[1] == f2[1] and f3[2] < f2[2]
+
+
+def test_cache_loads_on_second_search_and_reloads_after_change(
+        make_service: Callable[..., object], tree: MemoryTree) -> None:
+    """A one-shot search never loads; the next search at an unchanged store starts a
+    background load (and is answered by vec0); a projection change makes the next
+    search use vec0 and still see the new vectors, and the matrix is rebuilt."""
+    tree.write("a.md", "# Ports\n\nthe dev server listens on port 8080\n")
+    tree.write("b.md", "# Deploy\n\nwe deploy with a blue green switch\n")
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    roots = svc.resolve_roots([tree.memdir()])
+    svc.ingest(roots)
+    cache = svc.vector_cache()
+
+    def ids(mode: str = "vector") -> list[int]:
+        out = [h.node_id for h in svc.search("server port", mode=mode, all_projects=True).hits]
+        cache.wait_loaded(30)
+        return out
+
+    first = ids()
+    assert cache.loads == 0
+    second = ids()
+    assert cache.loads == 1 and cache.served == 0  # loaded after the second search
+    assert ids() == first == second
+    assert cache.served == 1  # answered by the matrix now
+    ids("hybrid")
+    assert cache.loads == 1 and cache.served == 2  # reused: same fingerprint
+    tree.write("a.md", "# Ports\n\nthe dev server listens on port 9090\n")
+    svc.ingest(roots)
+    new_ids = {int(r[0]) for r in svc.conn().execute(
+        "SELECT id FROM knowledge_nodes WHERE logical_path='a.md'")}
+    third = ids()
+    assert cache.loads == 1 and cache.served == 2  # store changed: vec0 answers
+    assert new_ids & set(third)
+    fourth = ids()
+    assert cache.loads == 2 and fourth == third
+    assert ids() == third and cache.served == 3
+    svc.close()
+    assert cache.nbytes() == 0
+
+
+def test_search_sees_its_own_snapshot(make_service: Callable[..., object],
+                                      tree: MemoryTree) -> None:
+    """A read transaction opened before another connection's projection swap keeps
+    getting the old vectors from the cache; the next transaction gets the new ones."""
+    tree.write("a.md", "# Ports\n\nthe dev server listens on port 8080\n")
+    tree.write("b.md", "# Deploy\n\nwe deploy with a blue green switch\n")
+    reader = make_service()
+    writer = make_service()
+    assert isinstance(reader, MemoryService) and isinstance(writer, MemoryService)
+    roots = writer.resolve_roots([tree.memdir()])
+    writer.ingest(roots)
+    conn = reader.conn()
+    cache = vm.VectorMatrixCache(eager=True)
+    emb = reader.embedder
+
+    def ids() -> set[int]:
+        res = search_mod.search(conn, "dev server port", mode="vector", embedder=emb, k=10,
+                                matrix=cache)
+        return {h.node_id for h in res.hits}
+
+    with dbm.read_txn(conn):
+        before = ids()
+        tree.write("a.md", "# Ports\n\nthe dev server listens on port 9090 now\n")
+        writer.ingest(roots)  # commits a swap of a.md's nodes on another connection
+        assert ids() == before  # still this transaction's snapshot
+    assert cache.loads == 1
+    with dbm.read_txn(conn):
+        after = ids()
+    assert cache.loads == 2 and after != before
+    fresh = {int(r[0]) for r in conn.execute("SELECT id FROM knowledge_nodes")}
+    assert after <= fresh and before - fresh  # the old a.md node is gone for good
+
+
+def test_l2_metric_matches_sqlite_vec(tmp_path: Path) -> None:
+    """The l2 path computes vec0's L2 distance (not used by the shipped embedders)."""
+    conn = dbm.connect(tmp_path / "l2.db")
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(300, 8)).astype(np.float32)
+    with dbm.write_txn(conn):
+        conn.execute("CREATE VIRTUAL TABLE vec_nodes_l2 USING vec0(node_id INTEGER PRIMARY KEY,"
+                     " embedding float[8] distance_metric=l2, repository TEXT, doc_type TEXT)")
+        conn.executemany("INSERT INTO vec_nodes_l2(node_id, embedding, repository, doc_type)"
+                         " VALUES (?,?,?,?)",
+                         [(i + 1, v.tobytes(), "r", "") for i, v in enumerate(vecs)])
+    with dbm.read_txn(conn):
+        m = vm.load(conn, "l2", 8, "l2")
+    for _ in range(5):
+        q = rng.normal(size=8).astype(np.float32)
+        want = _sql_knn(conn, "l2", q, 15)
+        got = m.knn(q, 15)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-4)
+    conn.close()
+
+
+def test_ties_follow_vec0_scan_order(tmp_path: Path) -> None:
+    """Equal distances come back in vec0's order (chunk ascending, newest slot first),
+    also when k cuts through a group of ties and after deletes."""
+    conn = dbm.connect(tmp_path / "ties.db")
+    base = np.eye(4, dtype=np.float32)
+    with dbm.write_txn(conn):
+        conn.execute("CREATE VIRTUAL TABLE vec_nodes_t USING vec0(node_id INTEGER PRIMARY KEY,"
+                     " embedding float[4] distance_metric=cosine, repository TEXT,"
+                     " doc_type TEXT)")
+        conn.executemany("INSERT INTO vec_nodes_t(node_id, embedding, repository, doc_type)"
+                         " VALUES (?,?,?,?)",
+                         [(i, base[i % 3].tobytes(), "r", "") for i in range(1, 2600)])
+    with dbm.write_txn(conn):
+        conn.executemany("DELETE FROM vec_nodes_t WHERE node_id=?", [(i,) for i in (3, 1026, 2049)])
+    with dbm.read_txn(conn):
+        m = vm.load(conn, "t", 4, "cosine")
+    assert m.source == "shadow"
+    for q in (base[0], base[1], base[0] + base[1], base[3]):
+        for k in (1, 7, 400, 1500, 2600):
+            want = _sql_knn(conn, "t", q, k)
+            got = m.knn(q, k)
+            assert [i for i, _ in got] == [i for i, _ in want], (q, k)
+    conn.close()
