@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 
 from memlens.core.types import DocumentSummary
 
@@ -41,6 +41,7 @@ from ..widgets.fmt import (
     tidy_runs,
     timestamp,
 )
+from ..widgets.footer import FittingFooter
 from ..widgets.pane_divider import PaneDivider
 from ..widgets.projection_panel import ProjectionPanel
 from ..widgets.status_bar import StatusBar
@@ -85,21 +86,23 @@ class BrowserScreen(Screen[None]):
     # Every action runs on the app (the palette and the tests call them there); the
     # global ones (quit, watch, theme, help) are bound on the app too, for other screens.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "app.quit", "Quit"),
-        Binding("slash", "app.focus_filter", "Filter"),
+        # Most important first: a narrow footer drops keys from the end (all are in help).
         Binding("s", "app.search", "Search"),
-        Binding("t", "app.toggle_tombstoned", "Deleted"),
+        Binding("slash", "app.focus_filter", "Filter"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("c", "app.rechunk", "Rechunk"),
-        Binding("r", "app.retry_projection", "Retry"),
         Binding("n,right_square_bracket", "app.next_chunk", "Next chunk"),
         Binding("p,left_square_bracket", "app.previous_chunk", "Prev chunk"),
+        Binding("E", "app.events", "Events"),
+        Binding("q", "app.quit", "Quit"),
+        Binding("r", "app.retry_projection", "Retry"),
+        Binding("t", "app.toggle_tombstoned", "Deleted"),
         Binding("1", "app.show_tab('chunks')", "Chunks", show=False),
         Binding("2", "app.show_tab('timeline')", "Timeline", show=False),
         Binding("3", "app.show_tab('projection')", "Projection", show=False),
         Binding("w", "app.toggle_watch", "Watch"),
         Binding("d", "app.toggle_dark", "Theme"),
         Binding("ctrl+r", "app.reload", "Reload", show=False),
-        Binding("question_mark", "app.help", "Help"),
         Binding("escape", "app.escape", "Back", show=False),
         Binding("tab", "app.focus_pane(1)", "Next pane", show=False),
         Binding("shift+tab", "app.focus_pane(-1)", "Previous pane", show=False),
@@ -148,7 +151,7 @@ class BrowserScreen(Screen[None]):
                     with TabPane("Projection [3]", id="tab-projection"):
                         yield ProjectionPanel(id="projection")
         yield StatusBar(id="status")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         """The widgets exist: the app starts loading."""

@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Select, Static
+from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -27,6 +27,7 @@ from memlens.core.types import MODES, NO_WORD_NOTE, HitSource, SearchHit
 from ..messages import HitSourceLoaded, SearchOutcome, SearchResults
 from ..widgets.debounce import Debouncer
 from ..widgets.fmt import heading_label
+from ..widgets.footer import FittingFooter
 from ..widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
 
 DEBOUNCE_SECONDS = 0.15
@@ -193,7 +194,7 @@ class SearchScreen(Screen["SearchHit | None"]):
             yield Static("filter")
             yield Select[str]([], prompt="any repository", compact=True, id="filter-repository")
             yield Select[str]([], prompt="any type", compact=True, id="filter-type")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         """Focus the input and run the initial query, if any."""
