@@ -620,6 +620,9 @@ def test_pathological_inputs_finish(text: str) -> None:
         ({"overlap_tokens": -1}, "overlap_tokens"),
         ({"overlap_tokens": 400}, "overlap_tokens"),
         ({"max_tokens": 50, "overlap_tokens": 60}, "overlap_tokens"),
+        ({"min_tokens": -1}, "min_tokens"),
+        ({"min_tokens": "50"}, "min_tokens"),
+        ({"min_tokens": True}, "min_tokens"),
         ({"estimator": "tiktoken"}, "estimator"),
         ({"index_names": ("",)}, "index_names"),
         ({"index_names": "MEMORY.md"}, "index_names"),
@@ -648,7 +651,7 @@ def test_canonical_json_round_trip() -> None:
     assert ChunkerConfig.from_dict(data) == cfg
     assert ChunkerConfig.from_json(js).canonical_json() == js
     assert DEFAULT_CONFIG.canonical_json() == (
-        '{"estimator":"chars4","index_names":["MEMORY.md"],"max_tokens":400,'
+        '{"estimator":"chars4","index_names":["MEMORY.md"],"max_tokens":400,"min_tokens":50,'
         f'"name":"memlens-markdown","overlap_tokens":80,"strategy":"adaptive","version":{CHUNKER_VERSION}}}'
     )
     assert ChunkerConfig.from_dict({}) == DEFAULT_CONFIG

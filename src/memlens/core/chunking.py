@@ -41,6 +41,13 @@ Heading sections
   takes (``# A\\n## B\\ntext`` is one chunk starting at ``# A`` with path
   ``("A", "B")``). Heading-only sections at the very end are appended to the
   previous chunk instead.
+* The floor (``adaptive``): a trimmed section estimated under :func:`tiny_tokens`
+  (``min_tokens``, default 50, at most an eighth of ``max_tokens``) is merged with
+  the sections after it until the merged chunk reaches the floor, as long as the
+  merge fits ``max_tokens`` (reason ``merged: N short sections``); a short run that
+  cannot join the next section, or ends the text, joins the previous chunk when that
+  fits. So a file of a million one-line sections gives about ``estimate /
+  min_tokens`` chunks, not a million.
 * Text before the first heading, including YAML front matter, is its own section
   with heading path ``()`` (the *preamble*), so it is never dropped. It is not
   merged into the first heading section: a front-matter block (name, description)
@@ -102,7 +109,7 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -139,7 +146,7 @@ __all__ = [
 CHUNKER_NAME: Final = "memlens-markdown"
 """Name recorded with every revision's chunker config."""
 
-CHUNKER_VERSION: Final = 3
+CHUNKER_VERSION: Final = 4
 """Bump whenever the same config can produce different chunks."""
 
 STRATEGIES: Final = ("adaptive", "headings", "windows", "whole")
@@ -152,6 +159,7 @@ _CONFIG_FIELDS: Final = (
     "strategy",
     "max_tokens",
     "overlap_tokens",
+    "min_tokens",
     "index_names",
     "estimator",
 )
@@ -188,6 +196,9 @@ class ChunkerConfig:
         max_tokens: Upper bound on a chunk's estimate (``adaptive``, ``windows``).
         overlap_tokens: Estimated tokens a window repeats from the previous one;
             part of ``max_tokens``, not added on top. Must be below ``max_tokens``.
+        min_tokens: The floor (``adaptive``): adjacent sections under it are merged
+            into one chunk while the merge fits ``max_tokens``. Applied as
+            :func:`tiny_tokens` (at most an eighth of ``max_tokens``); 0 merges nothing.
         index_names: File basenames treated as index files (``MEMORY.md``).
         estimator: Name of a registered token estimator (see ``memlens.core.tokens``).
     """
@@ -195,6 +206,7 @@ class ChunkerConfig:
     strategy: str = "adaptive"
     max_tokens: int = 400
     overlap_tokens: int = 80
+    min_tokens: int = 50
     index_names: tuple[str, ...] = ("MEMORY.md",)
     estimator: str = "chars4"
 
@@ -223,6 +235,9 @@ class ChunkerConfig:
                 "overlap_tokens",
                 f"must be smaller than max_tokens ({self.overlap_tokens} >= {self.max_tokens})",
             )
+        if not _is_int(self.min_tokens) or self.min_tokens < 0:
+            raise ChunkerConfigError(
+                "min_tokens", f"must be a non-negative integer, got {self.min_tokens!r}")
         names: object = self.index_names
         if not isinstance(names, tuple) or not all(
             isinstance(n, str) and n and "/" not in n and "\\" not in n for n in names
@@ -245,6 +260,7 @@ class ChunkerConfig:
             "strategy": self.strategy,
             "max_tokens": self.max_tokens,
             "overlap_tokens": self.overlap_tokens,
+            "min_tokens": self.min_tokens,
             "index_names": list(self.index_names),
             "estimator": self.estimator,
         }
@@ -372,7 +388,7 @@ class ChunkResult:
 # ---------------------------------------------------------------------------
 
 
-def _find_headings(doc: ChunkDoc, body_start: int) -> tuple[list[Heading], str]:
+def _find_headings(doc: ChunkDoc, body_start: int) -> tuple[Iterable[Heading], str]:
     """Headings of the body and the parser used (``markdown-it`` or ``line-scan``).
 
     :data:`PARSE_LIMIT_CHARS` and ``_headings_markdown_it`` are looked up in this
@@ -477,10 +493,10 @@ def chunk_markdown(
         else:
             body_start = 1 if text.startswith("\ufeff") else 0
         headings, parser = _find_headings(doc, body_start)
-        sections = [(t[0], t[1], p) for s0, e0, p in doc.sections(headings, body_start)
-                    if (t := doc.trim(s0, e0)) is not None]
+        sections = ((t[0], t[1], p) for s0, e0, p in doc.sections(headings, body_start)
+                    if (t := doc.trim(s0, e0)) is not None)
         if strategy == "headings":
-            spans = sections
+            spans = list(sections)
             reasons = ["section"] * len(spans)
         else:
             for (start, end, heading_path), count in doc.merge_tiny(sections,
@@ -500,6 +516,8 @@ def overlap_cap(config: ChunkerConfig) -> int:
 
 
 def tiny_tokens(config: ChunkerConfig) -> int:
-    """Sections under this many estimated tokens are merged into the next one
-    (``adaptive``): an eighth of ``max_tokens``, between 8 and 40."""
-    return max(8, min(40, config.max_tokens // 8))
+    """The floor applied (``adaptive``): sections under this many estimated tokens are
+    merged with their neighbours. It is ``min_tokens`` (default 50), but at most an
+    eighth of ``max_tokens`` (and that at least 8), so small budgets keep focused chunks:
+    50 at the default 400, 15 at 120, 8 at 64 and below; 0 when ``min_tokens`` is 0."""
+    return min(config.min_tokens, max(8, config.max_tokens // 8))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from .chunking_scan import NONBLANK, WS, Heading, LineIndex
 from .tokens import SpanCost
@@ -75,33 +75,39 @@ class ChunkDoc(LineIndex):
 
     # -- sections --------------------------------------------------------------
 
-    def _raw_sections(self, headings: list[Heading], body_start: int = 0,
-                      ) -> list[tuple[int, int, tuple[str, ...], bool]]:
-        """``(start, end, heading path, has own content)`` per section, preamble first.
+    def _raw_sections(self, headings: Iterable[Heading], body_start: int = 0,
+                      ) -> Iterator[tuple[int, int, tuple[str, ...], bool]]:
+        """``(start, end, heading path, has own content)`` per section, preamble first
+        (generators all the way: a heading-dense text never holds them all at once).
 
         A preamble holding nothing but front matter (before ``body_start``) has no
         content of its own, so it is merged into the first section."""
         n = self.n
-        raw: list[tuple[int, int, tuple[str, ...], bool]] = []
-        first = self.line_pos(headings[0][0]) if headings else n
+        found = iter(headings)
+        cur = next(found, None)
+        first = self.line_pos(cur[0]) if cur is not None else n
         if self.has_content(0, first):
-            raw.append((0, first, (), self.has_content(max(0, body_start), first)))
-        stack: list[tuple[int, str]] = []
-        for i, (line, after, level, title) in enumerate(headings):
-            while stack and stack[-1][0] >= level:
+            yield 0, first, (), self.has_content(max(0, body_start), first)
+        stack: list[int] = []  # levels of the open headings
+        path: tuple[str, ...] = ()
+        while cur is not None:
+            nxt = next(found, None)
+            line, after, level, title = cur
+            while stack and stack[-1] >= level:
                 stack.pop()
-            stack.append((level, title))
+            stack.append(level)
+            # The ancestors are a prefix of the previous path: reuse it.
+            path = (*path[:len(stack) - 1], title)
             start = self.line_pos(line)
-            end = self.line_pos(headings[i + 1][0]) if i + 1 < len(headings) else n
-            content = self.has_content(self.line_pos(after), end)
-            raw.append((start, end, tuple(t for _, t in stack), content))
-        return raw
+            end = self.line_pos(nxt[0]) if nxt is not None else n
+            yield start, end, path, self.has_content(self.line_pos(after), end)
+            cur = nxt
 
-    def sections(self, headings: list[Heading], body_start: int = 0) -> list[Span]:
+    def sections(self, headings: Iterable[Heading], body_start: int = 0) -> Iterator[Span]:
         """Heading sections (untrimmed), heading-only sections (and a preamble of
-        front matter alone) merged away."""
+        front matter alone) merged away; a generator."""
         n = self.n
-        out: list[Span] = []
+        prev: Span | None = None
         pending: int | None = None
         pending_path: tuple[str, ...] = ()
         for start, end, path, content in self._raw_sections(headings, body_start):
@@ -112,48 +118,53 @@ class ChunkDoc(LineIndex):
                 continue
             if pending is not None:
                 start, pending = pending, None
-            out.append((start, end, path))
+            if prev is not None:
+                yield prev
+            prev = (start, end, path)
         if pending is not None:
-            if out:
-                last_start, _, last_path = out[-1]
-                out[-1] = (last_start, n, last_path)
-            else:
-                out.append((pending, n, pending_path))
-        return out
+            prev = (pending, n, pending_path) if prev is None else (prev[0], n, prev[2])
+        if prev is not None:
+            yield prev
 
-    def merge_tiny(self, spans: list[Span], tiny: int) -> list[tuple[Span, int]]:
-        """Merge each trimmed section costing under ``tiny`` tokens into the next one
-        while the two fit ``max_tokens``; returns (span, sections merged into it).
+    def merge_tiny(self, spans: Iterable[Span], tiny: int) -> list[tuple[Span, int]]:
+        """Merge each trimmed section costing under ``tiny`` tokens (the floor) into the
+        next one while the two fit ``max_tokens``, so a run of short sections becomes
+        one chunk of at least ``tiny``; returns (span, sections merged into it).
 
         The merged span takes the next section's heading path when the tiny one is
         its ancestor (a short intro under a parent heading), else the common prefix.
+        A short run that cannot join the next section (too big together) or ends the
+        text joins the previous chunk instead when that fits, else stays alone.
         """
         out: list[tuple[Span, int]] = []
         carry: tuple[Span, int] | None = None
+        cost = self.sc.cost
         for span in spans:
+            count = 1
             if carry is not None:
-                (cs, _, cpath), count = carry
-                if self.sc.cost(cs, span[1]) <= self.max_tokens:
+                (cs, _, cpath), ccount = carry
+                if cost(cs, span[1]) <= self.max_tokens:
                     path = span[2] if span[2][:len(cpath)] == cpath else _common(cpath, span[2])
-                    span, count = (cs, span[1], path), count + 1
+                    span, count = (cs, span[1], path), ccount + 1
                 else:
-                    out.append(carry)
-                    count = 1
+                    self._append_short(out, carry)
                 carry = None
-            else:
-                count = 1
-            if self.sc.cost(span[0], span[1]) < tiny:
+            if cost(span[0], span[1]) < tiny:
                 carry = (span, count)
             else:
                 out.append((span, count))
         if carry is not None:
-            (cs, ce, cpath), count = carry
-            if out and self.sc.cost(out[-1][0][0], ce) <= self.max_tokens:
-                (ps, _, ppath), pcount = out[-1]
-                out[-1] = ((ps, ce, _common(ppath, cpath)), pcount + count)
-            else:
-                out.append(carry)
+            self._append_short(out, carry)
         return out
+
+    def _append_short(self, out: list[tuple[Span, int]], short: tuple[Span, int]) -> None:
+        """Append a span under the floor to ``out``, into the previous chunk if it fits."""
+        (cs, ce, cpath), count = short
+        if out and self.sc.cost(out[-1][0][0], ce) <= self.max_tokens:
+            (ps, _, ppath), pcount = out[-1]
+            out[-1] = ((ps, ce, _common(ppath, cpath)), pcount + count)
+        else:
+            out.append(short)
 
     # -- windows ---------------------------------------------------------------
 

@@ -13,6 +13,7 @@ Example file::
     strategy = "adaptive"
     max_tokens = 400
     overlap_tokens = 80
+    min_tokens = 50          # floor: shorter adjacent sections are merged
 
     [embedder]
     name = "static"          # or "hashing", "model2vec", "openai", "sentence-transformers"
@@ -91,6 +92,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "chunker.strategy": (str, "adaptive"),
     "chunker.max_tokens": (int, 400),
     "chunker.overlap_tokens": (int, 80),
+    "chunker.min_tokens": (int, 50),
     "chunker.index_names": (list, ["MEMORY.md"]),
     "chunker.estimator": (str, "chars4"),
     "embedder.name": (str, "auto"),
@@ -124,6 +126,7 @@ _ENV: dict[str, str] = {
     "MEMLENS_STRATEGY": "chunker.strategy",
     "MEMLENS_MAX_TOKENS": "chunker.max_tokens",
     "MEMLENS_OVERLAP_TOKENS": "chunker.overlap_tokens",
+    "MEMLENS_MIN_TOKENS": "chunker.min_tokens",
     "MEMLENS_EMBEDDER": "embedder.name",
     "MEMLENS_WATCH": "watch.enabled",
     "MEMLENS_DEBOUNCE_MS": "watch.debounce_ms",
@@ -148,13 +151,15 @@ def default_db_path() -> Path:
 
 @dataclass(frozen=True)
 class ChunkerSettings:
-    """``[chunker]``: how documents are split into chunks."""
+    """``[chunker]``: how documents are split into chunks (``min_tokens``: the floor
+    under which adjacent short sections are merged)."""
 
     strategy: str
     max_tokens: int
     overlap_tokens: int
     index_names: tuple[str, ...]
     estimator: str
+    min_tokens: int = 50
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,7 @@ class Settings:
             strategy=str(v["chunker.strategy"]), max_tokens=int(v["chunker.max_tokens"]),
             overlap_tokens=int(v["chunker.overlap_tokens"]),
             index_names=tuple(str(x) for x in v["chunker.index_names"]),
-            estimator=str(v["chunker.estimator"]))
+            estimator=str(v["chunker.estimator"]), min_tokens=int(v["chunker.min_tokens"]))
 
     @property
     def embedder(self) -> EmbedderSettings:
@@ -279,6 +284,7 @@ class Settings:
             "strategy": self.values["chunker.strategy"],
             "max_tokens": self.values["chunker.max_tokens"],
             "overlap_tokens": self.values["chunker.overlap_tokens"],
+            "min_tokens": self.values["chunker.min_tokens"],
             "index_names": list(self.values["chunker.index_names"]),
             "estimator": self.values["chunker.estimator"],
         }
