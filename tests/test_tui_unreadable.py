@@ -5,7 +5,8 @@ last good revision and shows why the file on disk was not read (issue 15)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,16 +83,25 @@ def test_watched_file_made_unreadable_keeps_last_revision_and_shows_why(
     asyncio.run(_made_unreadable(tmp_path, clock, make_service))
 
 
-async def _made_unreadable(tmp_path: Path, clock: Any,
-                           make_service: Callable[..., Any]) -> None:
+@asynccontextmanager
+async def _watching(tmp_path: Path, clock: Any, make_service: Callable[..., Any],
+                    size: tuple[int, int]) -> AsyncIterator[tuple[MemlensApp, Any, list[Any]]]:
+    """An app over a corpus copy with the watcher running: (app, pilot, roots)."""
     from tests.test_tui import copy_corpus, settle
     projects = copy_corpus(tmp_path / "projects")
     svc = make_service()
     roots = svc.resolve_roots([projects])
     app = MemlensApp(svc, clock=clock, roots=roots, scan_paths=[projects], watch=True)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         assert await _wait(pilot, lambda: app.status_bar.watch_state == "watching")
+        yield app, pilot, roots
+
+
+async def _made_unreadable(tmp_path: Path, clock: Any,
+                           make_service: Callable[..., Any]) -> None:
+    from tests.test_tui import settle
+    async with _watching(tmp_path, clock, make_service, (120, 36)) as (app, pilot, roots):
         assert app.detail is not None
         doc = app.detail.document
         shown_id = app.current_doc_id
@@ -123,14 +133,7 @@ def test_new_unreadable_file_while_watching_appears_and_goes_when_deleted(
 
 async def _new_then_deleted(tmp_path: Path, clock: Any,
                             make_service: Callable[..., Any]) -> None:
-    from tests.test_tui import copy_corpus, settle
-    projects = copy_corpus(tmp_path / "projects")
-    svc = make_service()
-    roots = svc.resolve_roots([projects])
-    app = MemlensApp(svc, clock=clock, roots=roots, scan_paths=[projects], watch=True)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        assert await _wait(pilot, lambda: app.status_bar.watch_state == "watching")
+    async with _watching(tmp_path, clock, make_service, (80, 24)) as (app, pilot, roots):
         tree = app.doc_tree
         bad = roots[0].path / "bad_new.md"
         bad.write_bytes(BAD_BYTES)

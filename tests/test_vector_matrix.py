@@ -51,11 +51,7 @@ def _sql_knn(conn: Any, space: str, q: Any, k: int, repository: str | None = Non
     if doc_type:
         sql += " AND doc_type=?"
         params.append(doc_type)
-    return [(int(a), float(b)) for a, b in svc_rows(conn, sql + " ORDER BY distance", params)]
-
-
-def svc_rows(conn: Any, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    return list(conn.execute(sql, params))
+    return [(int(a), float(b)) for a, b in conn.execute(sql + " ORDER BY distance", params)]
 
 
 def _load(svc: MemoryService, **kw: Any) -> vm.VectorMatrix:
@@ -146,6 +142,18 @@ def test_shadow_read_equals_vec0_interface(make_service: Callable[..., object],
     assert len(fast.ids) == live
 
 
+def _ingested(make_service: Callable[..., object], tree: MemoryTree,
+              files: dict[str, str]) -> tuple[MemoryService, list[Any]]:
+    """A service over ``files`` written to the memory folder and ingested: (svc, roots)."""
+    for name, text in files.items():
+        tree.write(name, text)
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    roots = svc.resolve_roots([tree.memdir()])
+    svc.ingest(roots)
+    return svc, roots
+
+
 def _fp(svc: MemoryService) -> vm.Fingerprint:
     conn = svc.conn()
     with dbm.read_txn(conn):
@@ -154,12 +162,9 @@ def _fp(svc: MemoryService) -> vm.Fingerprint:
 
 def test_fingerprint_moves_on_every_projection_change(make_service: Callable[..., object],
                                                       tree: MemoryTree) -> None:
-    tree.write("a.md", "# A\n\nfirst note about ports\n\n## More\n\nsecond part\n")
-    tree.write("b.md", "# B\n\nanother note\n")
-    svc = make_service()
-    assert isinstance(svc, MemoryService)
-    roots = svc.resolve_roots([tree.memdir()])
-    svc.ingest(roots)
+    svc, roots = _ingested(make_service, tree, {
+        "a.md": "# A\n\nfirst note about ports\n\n## More\n\nsecond part\n",
+        "b.md": "# B\n\nanother note\n"})
     f0 = _fp(svc)
     svc.search("ports", mode="lexical")  # a search (and its history row) changes nothing
     svc.remember_search("ports", "lexical", "cli")
@@ -188,12 +193,9 @@ def test_cache_loads_on_second_search_and_reloads_after_change(
     """A one-shot search never loads; the next search at an unchanged store starts a
     background load (and is answered by vec0); a projection change makes the next
     search use vec0 and still see the new vectors, and the matrix is rebuilt."""
-    tree.write("a.md", "# Ports\n\nthe dev server listens on port 8080\n")
-    tree.write("b.md", "# Deploy\n\nwe deploy with a blue green switch\n")
-    svc = make_service()
-    assert isinstance(svc, MemoryService)
-    roots = svc.resolve_roots([tree.memdir()])
-    svc.ingest(roots)
+    svc, roots = _ingested(make_service, tree, {
+        "a.md": "# Ports\n\nthe dev server listens on port 8080\n",
+        "b.md": "# Deploy\n\nwe deploy with a blue green switch\n"})
     cache = svc.vector_cache()
 
     def ids(mode: str = "vector") -> list[int]:

@@ -72,13 +72,16 @@ class SearchError(Exception):
 
 
 def _filters(repository: str | None, doc_type: str | None, alias: str = "n") -> tuple[str, list[Any]]:
+    """`` AND repository=? AND doc_type=?`` for the filters given (columns of ``alias``,
+    or bare with ``alias=""``), and their parameters."""
+    col = f"{alias}." if alias else ""
     sql = ""
     params: list[Any] = []
     if repository:
-        sql += f" AND {alias}.repository=?"
+        sql += f" AND {col}repository=?"
         params.append(repository)
     if doc_type:
-        sql += f" AND {alias}.doc_type=?"
+        sql += f" AND {col}doc_type=?"
         params.append(doc_type)
     return sql, params
 
@@ -199,14 +202,8 @@ def _vector_knn(conn: apsw.Connection, res: SearchResult, query: str, embedder: 
                                  background=background)
         if later is not None:
             return later
-    fsql = ""
-    params: list[Any] = [q.tobytes(), kk]
-    if repository:
-        fsql += " AND repository=?"
-        params.append(repository)
-    if doc_type:
-        fsql += " AND doc_type=?"
-        params.append(doc_type)
+    fsql, fparams = _filters(repository, doc_type, alias="")
+    params: list[Any] = [q.tobytes(), kk, *fparams]
     found = [(int(r["node_id"]), float(r["distance"])) for r in rows(
         conn, f"SELECT node_id, distance FROM {vec_table_name(str(space))}"
         f" WHERE embedding MATCH ? AND k=?{fsql} ORDER BY distance", params)]

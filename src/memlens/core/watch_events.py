@@ -62,6 +62,8 @@ class WatchEvent:
             ``projection`` events, and for ``change`` events whose document was
             projected in the same batch; None when nothing was projected.
         message: A line a person can read.
+        error: For a ``failed`` change, why the file could not be read (not in JSON:
+            ``message`` holds it already).
     """
 
     kind: str
@@ -71,6 +73,7 @@ class WatchEvent:
     change_kind: str | None = None
     result: str | None = None
     message: str = ""
+    error: str | None = None
 
     def as_json(self) -> dict[str, object]:
         """The JSON object printed by ``memlens watch --json`` (one per line)."""
@@ -204,9 +207,10 @@ class WatcherBase:
 
     def _event(self, kind: EventKind, message: str, *, repository: str | None = None,
                path: str | None = None, change_kind: str | None = None,
-               result: str | None = None) -> WatchEvent:
+               result: str | None = None, error: str | None = None) -> WatchEvent:
         return WatchEvent(kind=kind, time=time.time(), repository=repository, path=path,
-                          change_kind=change_kind, result=result, message=message)
+                          change_kind=change_kind, result=result, message=message,
+                          error=error)
 
     def _emit(self, ev: WatchEvent) -> None:
         self._last_event = ev

@@ -271,7 +271,8 @@ class WatchConsumer(WatcherBase):
             else:
                 msg = f"{ch.repository}/{ch.path}"
             self._emit(self._event("change", msg, repository=ch.repository, path=ch.path,
-                                   change_kind=ch.kind, result=o.result if o else None))
+                                   change_kind=ch.kind, result=o.result if o else None,
+                                   error=ch.error if ch.kind == "failed" else None))
         for o in (report.outcomes if report else []):
             repo_path = where.get(o.document_id)
             if repo_path is None:

@@ -238,10 +238,7 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         last = f"{ev.result or 'projected'} {ev.path}"
     file = None
     if ev.kind == "change" and ev.repository and ev.path:
-        reason = None
-        if ev.change_kind == "failed":
-            head = f"{ev.repository}/{ev.path}: "
-            reason = ev.message[len(head):] if ev.message.startswith(head) else ev.message
+        reason = (ev.error or ev.message) if ev.change_kind == "failed" else None
         file = (ev.repository, ev.path, reason)
     return WatchStatus(
         state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),

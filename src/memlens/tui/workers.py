@@ -9,12 +9,13 @@ when it ends; results come back as messages (:mod:`memlens.tui.messages`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from memlens.core.service import FilterIndex, MemoryService
@@ -72,28 +73,39 @@ class AppWorkers(EventsApp):
     _watcher: Any
     _watch_stop: threading.Event
 
+    current_doc_id: int | None
+    _gone_timer: Timer | None = None
+
+    @property
+    def doc_tree(self) -> DocumentTree:
+        """The document tree (``MemlensApp`` returns its browser's)."""
+        raise NotImplementedError
+
+    @property
+    def filter_text(self) -> str:
+        """The sidebar's fuzzy filter (``MemlensApp`` reads its browser's)."""
+        raise NotImplementedError
+
     # -- files that could not be read: the tree's ✗ marks ------------------------
     @on(FilesUnreadable)
     def _files_unreadable(self, message: FilesUnreadable) -> None:
-        self._mark_files([(repo, path, why) for repo, path, why in message.files])
+        self._mark_files(message.files)
 
     @on(WatchStatus)
     def _watched_file(self, message: WatchStatus) -> None:
         if message.file is not None:
             self._mark_files([message.file])
 
-    def _mark_files(self, files: list[tuple[str, str, str | None]]) -> None:
+    def _mark_files(self, files: Sequence[tuple[str, str, str | None]]) -> None:
         """Mark files unreadable (or readable again) in the tree; reload the listing
         when a row of a file that was never stored appears or goes."""
+        tree = self.doc_tree
         reload = False
-        for screen in self.screen_stack:
-            for tree in screen.query(DocumentTree):
-                for repo, path, why in files:
-                    reload = tree.mark_unreadable(repo, path, why) or reload
+        for repo, path, why in files:
+            reload = tree.mark_unreadable(repo, path, why) or reload
         if reload:
-            self.load_documents(getattr(self, "filter_text", ""),
-                                keep=getattr(self, "current_doc_id", None))
-        if any(why for _, _, why in files) and getattr(self, "_gone_timer", None) is None:
+            self.load_documents(self.filter_text, keep=self.current_doc_id)
+        if self._gone_timer is None and any(why for _, _, why in files):
             # Deleting a file that was never stored changes nothing in the database, so
             # the watcher reports nothing: look for the marked files every few seconds.
             self._gone_timer = self.set_interval(GONE_CHECK_SECONDS, self._forget_gone_files)
@@ -101,11 +113,8 @@ class AppWorkers(EventsApp):
     def _forget_gone_files(self) -> None:
         """Drop the ``✗`` rows of unreadable files that are no longer on disk."""
         where = {r.repository: r.path for r in self.roots}
-        gone: list[tuple[str, str, str | None]] = []
-        for screen in self.screen_stack:
-            for tree in screen.query(DocumentTree):
-                gone += [(repo, path, None) for repo, path in tree.never_stored()
-                         if repo in where and not (where[repo] / path).exists()]
+        gone = [(repo, path, None) for repo, path in self.doc_tree.never_stored()
+                if repo in where and not (where[repo] / path).exists()]
         if gone:
             self._mark_files(gone)
 

@@ -451,7 +451,8 @@ class BrowserScreen(Screen[None]):
 
     def show_unreadable(self, s: DocumentSummary | None) -> None:
         """A file that could not be read and was never stored: its path and the reason."""
-        self.show_empty("this file could not be read")
+        self.show_empty("nothing of this file is stored; fix it and save it (the watcher "
+                        "reads it again), or run `memlens ingest`")
         if s is None:
             return
         title = self.query_one("#doc-title", Static)
@@ -459,8 +460,6 @@ class BrowserScreen(Screen[None]):
         title.update(Content.assemble(
             (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
             (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
-        self.chunk_view.clear_chunks("nothing of this file is stored; fix it and save it "
-                                     "(the watcher reads it again), or run `memlens ingest`")
 
     def show_empty(self, note: str) -> None:
         """No document shown: the note instead of a title, empty panes."""

@@ -482,7 +482,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     def _source_loaded(self, message: HitSourceLoaded) -> None:
         self._sources[message.key] = message.source
         hit = self._highlighted_hit()
-        if hit is not None and self._key(hit) == message.key or message.purpose != "preview":
+        if message.purpose != "preview" or (hit is not None and self._key(hit) == message.key):
             self._use_source(message.key, message.source, message.purpose)
 
     def _use_source(self, key: tuple[int, int | None, int], src: HitSource | None,

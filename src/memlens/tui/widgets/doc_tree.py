@@ -230,10 +230,7 @@ class DocumentTree(Tree[Any]):
                 continue
             # Keep the object identity: repository/folder nodes hold the same instances.
             old.__dict__.update({k: v for k, v in d.__dict__.items() if k != "headings"})
-            node = self._doc_nodes.get(d.id)
-            while node is not None and not node.is_root:  # the row and its group rows
-                node.refresh()
-                node = node.parent
+            self._refresh_row(d.id)
             repo = self._repo_nodes.get(d.repository)
             if repo is not None:
                 repo.refresh()
@@ -268,11 +265,15 @@ class DocumentTree(Tree[Any]):
         self._version += 1
         stored = [d.id for d in self._docs.values() if (d.repository, d.path) == key and d.id > 0]
         for doc_id in stored:
-            node = self._doc_nodes.get(doc_id)
-            while node is not None and not node.is_root:  # the row and its group rows
-                node.refresh()
-                node = node.parent
+            self._refresh_row(doc_id)
         return not stored
+
+    def _refresh_row(self, doc_id: int) -> None:
+        """Redraw a document's row and its folder/repository rows."""
+        node = self._doc_nodes.get(doc_id)
+        while node is not None and not node.is_root:
+            node.refresh()
+            node = node.parent
 
     def unreadable_reason(self, d: DocumentSummary) -> str | None:
         """Why the file of ``d`` could not be read the last time, if it could not."""
@@ -286,6 +287,8 @@ class DocumentTree(Tree[Any]):
                       filter_text: str) -> list[DocumentSummary]:
         """Rows for unreadable files that have no stored document (under a filter: those
         whose path contains the filter text)."""
+        if not self._unreadable:  # the usual case: no work on every reload
+            return []
         have = {(d.repository, d.path) for d in docs}
         needle = filter_text.strip().lower()
         out = []
