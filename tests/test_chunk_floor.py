@@ -248,3 +248,27 @@ def test_8mib_heading_dense_file_fails_alone_within_bounds(tmp_path: Path) -> No
     assert usage.ru_maxrss / 1024 <= 300, f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
     docs = run_cli("docs", "--db", str(db), "--json", env={"MEMLENS_EMBEDDER": "hashing"})
     assert [d["path"] for d in json.loads(docs.stdout)["documents"]] == ["ok.md"]
+
+
+def test_min_tokens_flag_through_the_cli(tmp_path: Path) -> None:
+    """`--min-tokens` on chunks and ingest sets the floor; a bad value is one line, exit 2."""
+    md = tmp_path / "dense.md"
+    md.write_text("".join(f"## H{i}\n\nshort note {i}.\n\n" for i in range(40)), encoding="utf-8")
+
+    def count(*flags: str) -> int:
+        p = run_cli("chunks", str(md), "--max-tokens", "160", *flags, "--json")
+        assert p.returncode == 0, p.stderr
+        return len(json.loads(p.stdout)["chunks"])
+
+    off, floor10, default = count("--min-tokens", "0"), count("--min-tokens", "10"), count()
+    assert off == 40 and default < floor10 < off, (off, floor10, default)
+    bad = run_cli("chunks", str(md), "--min-tokens", "-1")
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+    assert "min_tokens" in bad.stderr and "Traceback" not in bad.stderr
+    db = str(tmp_path / "m.db")
+    env = {"MEMLENS_EMBEDDER": "hashing"}
+    ing = run_cli("ingest", str(tmp_path), "--repository", "dense", "--max-tokens", "160",
+                  "--min-tokens", "0", "--db", db, "--json", env=env)
+    assert ing.returncode == 0, ing.stderr
+    docs = json.loads(run_cli("docs", "--db", db, "--json", env=env).stdout)["documents"]
+    assert docs[0]["chunks"] == 40

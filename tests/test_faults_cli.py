@@ -143,14 +143,13 @@ def test_damaged_pages_doctor_explains_and_others_refuse(corpus_db: Path, where:
 # -- a full disk -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MB tmpfs (root only; skipped where mounting is not allowed)."""
-    mnt = tmp_path / "small"
+def _tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (root only; skipped where mounting is not allowed)."""
+    mnt = tmp_path / f"small-{size}"
     mnt.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
@@ -158,6 +157,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs."""
+    yield from _tmpfs(tmp_path, "3m")
+
+
+@pytest.fixture
+def roomy_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MB tmpfs: room for the sample corpus and its projection, not much more."""
+    yield from _tmpfs(tmp_path, "16m")
 
 
 def _big_corpus(base: Path, files: int = 40, size: int = 100_000) -> Path:
@@ -198,6 +209,59 @@ def test_disk_full_stops_ingest_cleanly(tmp_path: Path, small_disk: Path) -> Non
     done = run_cli("ingest", str(mem), "--db", str(big), "--json", env=ENV)
     assert done.returncode == 0, done.stderr
     assert len(_doc_paths(big)) == 40
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """Fill ``disk`` until only ``leave`` bytes are free; returns the filler file."""
+    st = os.statvfs(disk)
+    filler = disk / "filler"
+    with open(filler, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(0, st.f_bavail * st.f_frsize - leave))
+    return filler
+
+
+def test_disk_full_stops_projection_cleanly(tmp_path: Path, roomy_disk: Path) -> None:
+    """A disk that fills during `memlens project`: exit 1, one line (also with --json,
+    where the JSON says "stopped"), the last good projection stays searchable, and with
+    room again the queue converges with no back-off left over."""
+    src = tmp_path / "corpus"
+    shutil.copytree(CORPUS, src, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
+    db = roomy_disk / "m.db"
+    first = run_cli("ingest", str(src), "--db", str(db), "--json", env=ENV)
+    assert first.returncode == 0, first.stderr
+    n = json.loads(first.stdout)["created"]
+    for md in src.rglob("*.md"):
+        md.write_text(md.read_text(encoding="utf-8") + "\n\nAddendum: wombatquill.\n",
+                      encoding="utf-8")
+    deferred = run_cli("ingest", str(src), "--db", str(db), "--defer-projection", env=ENV)
+    assert deferred.returncode == 0, deferred.stderr
+    filler = _fill(roomy_disk, 200_000)
+    p = run_cli("project", "--db", str(db), env=ENV)
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = _one_line(p)
+    assert "disk full" in line and "projection stopped" in line and "free space" in line, line
+    pj = run_cli("project", "--db", str(db), "--json", env=ENV)
+    assert pj.returncode == 1, pj.stderr
+    assert "disk full" in json.loads(pj.stdout)["stopped"]
+    assert "disk full" in _one_line(pj)
+    # the old projection still answers
+    s = run_cli("search", "busy_timeout", "--db", str(db), "--mode", "lexical", "--json",
+                env=ENV)
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["hits"]
+    filler.unlink()
+    big = tmp_path / "big.db"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{db}{suffix}").exists():
+            shutil.copy(f"{db}{suffix}", f"{big}{suffix}")
+    done = run_cli("project", "--db", str(big), "--json", env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["queue"]["ready"] == n
+    hits = run_cli("search", "wombatquill", "--db", str(big), "--mode", "lexical", "--json",
+                   env=ENV)
+    assert len(json.loads(hits.stdout)["hits"]) >= min(n, 10)
+    doc = run_cli("doctor", "--db", str(big), env=ENV)
+    assert doc.returncode == 0 and "wait" not in doc.stdout, doc.stdout + doc.stderr
 
 
 # -- read-only database or folder ------------------------------------------------------

@@ -12,12 +12,17 @@ Change detection per memory root:
 * vanished paths (file gone from disk) are matched against new paths by content
   hash: exactly one vanished path and exactly one new path with the same hash in
   the same repository is a ``rename``; anything else is delete + create;
-* a path that was tombstoned and appears again is revived by a ``create`` revision.
+* a path that was tombstoned and appears again is revived by a ``create`` revision;
+* a document is found by repository + logical path, not by the absolute folder: a
+  folder that was moved or is reached by another path (symlink, another
+  ``CLAUDE_CONFIG_DIR``) updates the same documents, and a document whose old file is
+  gone, or is now a folder, is deleted from whichever path the folder is read.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -152,16 +157,20 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
 
 
 def _vanished(doc: dict[str, object]) -> bool:
+    """True when the document's last source file is gone, or was replaced by a folder.
+
+    Any other failure to look (permissions, I/O) keeps the document: a delete needs
+    evidence, not an error."""
     sp = doc.get("source_path")
     if not isinstance(sp, str) or not sp:
         return True
     try:
-        os.lstat(sp)
-    except FileNotFoundError:
+        st = os.lstat(sp)
+    except (FileNotFoundError, NotADirectoryError):
         return True
     except OSError:
         return False
-    return False
+    return stat.S_ISDIR(st.st_mode)
 
 
 Emit = Callable[[FileChange], None]
@@ -315,8 +324,10 @@ def ingest_root(
     files, errored = scanned
     seen: set[str] = {f.logical_path for f in files}
 
-    live = {d["logical_path"]: d for d in live_documents_under(conn, str(root.path))}
-    # Also documents of this repository stored under another root path (moved folder).
+    # Documents of this folder, and of its repository read from another path (a moved
+    # or symlinked folder): those are deleted only when their old file is gone too.
+    live = {d["logical_path"]: d
+            for d in live_documents_under(conn, str(root.path), root.repository)}
     configs = chunker_choice.resolver(conn, root.repository, config)
     prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored)
 

@@ -87,10 +87,39 @@ class ProjectionReport:
     """Totals of one projection run."""
 
     outcomes: list[ProjectionOutcome] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped early (disk full), if it did
 
     def count(self, result: str) -> int:
         """Number of outcomes with the given result."""
         return sum(1 for o in self.outcomes if o.result == result)
+
+    @staticmethod
+    def merged(reports: Sequence[ProjectionReport]) -> ProjectionReport:
+        """One report of several runs; the first early stop, if any, is kept."""
+        return ProjectionReport([o for r in reports for o in r.outcomes],
+                                next((r.stopped for r in reports if r.stopped), None))
+
+
+DISK_FULL = "FullError"
+"""How a disk-full failure's recorded error starts (:func:`_describe` of ``apsw.FullError``)."""
+
+
+def _release_claims(conn: apsw.Connection, owner: str | None) -> int:
+    """Put documents back in the queue (``pending``, no back-off): this process's
+    unfinished claims (``owner``), and every document whose last failure was a full disk.
+
+    Returns how many; 0 when even that write fails (the disk is still full): the next
+    run takes over claims of a process that is gone and calls this again first."""
+    try:
+        with write_txn(conn):
+            conn.execute("UPDATE memory_documents SET projection_status='pending',"
+                         " projection_owner=NULL, projection_next_attempt_at=NULL WHERE"
+                         " (projection_owner=? AND projection_status='processing') OR"
+                         " (projection_status IN ('failed','stale') AND projection_error LIKE ?)",
+                         (owner, DISK_FULL + "%"))
+            return int(conn.changes())
+    except apsw.Error:
+        return 0
 
 
 def pending_count(conn: apsw.Connection) -> dict[str, int]:
@@ -529,7 +558,8 @@ def _record_failure(conn: apsw.Connection, doc_id: int, rev_id: int, msg: str, n
             conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='failed'"
                          " WHERE id=?", (fingerprint, rev_id))
     except apsw.Error as exc2:  # the database itself is failing; leave the claim to expire
-        return ProjectionOutcome(doc_id, rev_id, "failed", error=f"{msg}; {exc2}")
+        extra = "" if str(exc2) in msg else f" (recording it failed too: {exc2})"
+        return ProjectionOutcome(doc_id, rev_id, "failed", error=f"{msg}{extra}")
     return ProjectionOutcome(doc_id, rev_id, status, error=msg)
 
 
@@ -542,13 +572,23 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
 
     A (document, revision) pair is attempted at most once per call, so a document that
     keeps failing cannot loop; it waits for its back-off instead.
+
+    A full disk stops the run (``report.stopped``): the documents not yet projected go
+    back to the queue, and what was searchable stays searchable (each swap is atomic).
     """
     owner = owner or process_owner()
     report = ProjectionReport()
     attempted: set[tuple[int, int]] = set()
-    while True:
-        claimed = claim(conn, now(), owner, document_ids=document_ids, force=force, limit=batch,
-                        exclude=attempted)
+    if scalar(conn, "SELECT 1 FROM memory_documents WHERE projection_status IN"
+              " ('failed','stale') AND projection_error LIKE ? LIMIT 1", (DISK_FULL + "%",)):
+        _release_claims(conn, None)  # an earlier run hit a full disk: no back-off for that
+    while report.stopped is None:
+        try:
+            claimed = claim(conn, now(), owner, document_ids=document_ids, force=force,
+                            limit=batch, exclude=attempted)
+        except apsw.FullError as exc:
+            report.stopped = _stopped(_describe(exc))
+            break
         if not claimed:
             break
         attempted.update(claimed)
@@ -558,4 +598,25 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
                 report.outcomes.append(o)
                 if on_progress:
                     on_progress(o)
+            full = next((o.error for o in report.outcomes
+                         if o.error and o.error.startswith(DISK_FULL)), None)
+            if full is not None:
+                _reclaim_wal(conn)
+                _release_claims(conn, owner)
+                report.stopped = _stopped(full)
+                break
     return report
+
+
+def _reclaim_wal(conn: apsw.Connection) -> None:
+    """Give back the disk space a rolled-back batch left in the WAL (its frames are
+    garbage), so the run that follows freed space can write; best effort."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except apsw.Error:
+        pass
+
+
+def _stopped(error: str) -> str:
+    return (f"disk full ({error.split(';')[0].split(' (recording')[0]}): projection stopped; "
+            "free space and run `memlens project` again (what was searchable stays searchable)")

@@ -415,7 +415,7 @@ class MemoryService(ServiceReads):
         if out.report.stopped:
             return out
         reports = self.project_queue(batch=batch, on_batch=on_batch)
-        merged = proj.ProjectionReport([o for r in reports for o in r.outcomes])
+        merged = proj.ProjectionReport.merged(reports)
         return IngestOutcome(out.report, merged, self.pending_count())
 
     def project_queue(self, *, batch: int = 50,
@@ -431,6 +431,8 @@ class MemoryService(ServiceReads):
             reports.append(rep)
             if on_batch is not None:
                 on_batch(part, rep)
+            if rep.stopped:  # a full disk: the rest would fail the same way
+                break
         return reports
 
     def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
@@ -462,7 +464,7 @@ class MemoryService(ServiceReads):
             # The whole queue, not only what changed now: an earlier interrupted rechunk
             # (or ingest) may have left documents pending; this run finishes them too.
             reports = self.project_queue()
-            rep = proj.ProjectionReport([o for r in reports for o in r.outcomes])
+            rep = proj.ProjectionReport.merged(reports)
         return RechunkOutcome(config, len(doc_ids), tuple(changed), rep)
 
     def remember_chunker(self, config: ChunkerConfig, doc_ids: Sequence[int] | None, *,

@@ -437,14 +437,24 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
     return rev
 
 
-def live_documents_under(conn: apsw.Connection, source_root: str) -> list[dict[str, Any]]:
-    """Live documents whose memory folder is ``source_root``."""
-    return rows(
-        conn,
-        "SELECT id, repository, logical_path, content_hash, source_path, source_mtime_ns,"
-        " source_size FROM memory_documents WHERE source_root=? AND tombstoned_at IS NULL",
-        (source_root,),
-    )
+def live_documents_under(conn: apsw.Connection, source_root: str,
+                         repository: str | None = None) -> list[dict[str, Any]]:
+    """Live documents whose memory folder is ``source_root``, and, with ``repository``,
+    every live document of that repository wherever it was last read from.
+
+    A document's identity is its repository and logical path, not the absolute folder:
+    a memory folder that was moved, or is reached through a symlink or another
+    ``CLAUDE_CONFIG_DIR``, still finds (and can delete) the documents stored from the
+    old path.
+    """
+    sql = ("SELECT id, repository, logical_path, content_hash, source_path, source_root,"
+           " source_mtime_ns, source_size FROM memory_documents WHERE tombstoned_at IS NULL"
+           " AND (source_root=?")
+    params: tuple[str, ...] = (source_root,)
+    if repository is not None:
+        sql += " OR repository=?"
+        params = (source_root, repository)
+    return rows(conn, sql + ")", params)
 
 
 def apply_retention(conn: apsw.Connection, doc_id: int, max_revisions: int,

@@ -250,13 +250,15 @@ class RechunkOutcome:
     projection: ProjectionReport | None
 
     def as_json(self) -> dict[str, Any]:
-        """The stable ``memlens rechunk --json`` shape."""
+        """The stable ``memlens rechunk --json`` shape (``"stopped"`` only when a full disk
+        stopped the projection)."""
         rep = self.projection
         return {"config": json.loads(self.config.canonical_json()),
                 "rechunked": len(self.changed), "unchanged": self.considered - len(self.changed),
                 "projection": {"ready": rep.count("ready") if rep else 0,
                                "failed": (rep.count("failed") + rep.count("stale")) if rep
-                               else 0}}
+                               else 0},
+                **({"stopped": rep.stopped} if rep and rep.stopped else {})}
 
 
 @dataclass(frozen=True)
@@ -268,12 +270,15 @@ class IngestOutcome:
     queue: dict[str, int]
 
     def as_json(self) -> dict[str, Any]:
-        """The stable ``memlens ingest --json`` shape."""
+        """The stable ``memlens ingest --json`` shape (``"stopped"`` only when a full disk
+        stopped the ingest or its projection)."""
         out: dict[str, Any] = dict(self.report.as_json())
         q = self.queue
         out["projection"] = {"ready": q.get("ready", 0), "pending": q.get("pending", 0)
                              + q.get("processing", 0), "failed": q.get("failed", 0),
                              "stale": q.get("stale", 0)}
+        if "stopped" not in out and self.projection and self.projection.stopped:
+            out["stopped"] = self.projection.stopped
         return out
 
 

@@ -78,6 +78,8 @@ def _chunker_flags(p: argparse.ArgumentParser) -> None:
                    help="chunking strategy (default from config: adaptive)")
     p.add_argument("--max-tokens", type=int, help="largest chunk, in estimated tokens (400)")
     p.add_argument("--overlap", type=int, help="tokens shared by neighbouring windows (80)")
+    p.add_argument("--min-tokens", type=int,
+                   help="floor: shorter adjacent sections merge (50; at most max/8; 0 = off)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,7 +196,8 @@ def _register_optional(sub: Any) -> None:
 def _service(args: argparse.Namespace, **overrides: Any) -> MemoryService:
     ov: dict[str, Any] = {"db": str(args.db) if getattr(args, "db", None) else None}
     for flag, key in (("strategy", "chunker.strategy"), ("max_tokens", "chunker.max_tokens"),
-                      ("overlap", "chunker.overlap_tokens"), ("embedder", "embedder.name")):
+                      ("overlap", "chunker.overlap_tokens"), ("min_tokens", "chunker.min_tokens"),
+                      ("embedder", "embedder.name")):
         if getattr(args, flag, None) is not None:
             ov[key] = getattr(args, flag)
     ov.update(overrides)
@@ -227,6 +230,8 @@ def _chunker_config(args: argparse.Namespace, base: dict[str, Any]) -> ChunkerCo
         d["max_tokens"] = args.max_tokens
     if args.overlap is not None:
         d["overlap_tokens"] = args.overlap
+    if getattr(args, "min_tokens", None) is not None:
+        d["min_tokens"] = args.min_tokens
     try:
         cfg = ChunkerConfig.from_dict(d)
         cfg.validate()
@@ -292,7 +297,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             _err(f"{f['repository']}/{f['path']}: {f['error']}")
         for w in data.get("warnings", []):
             _err(f"warning: {w}")
-    return EXIT_FAIL if data["failed"] else EXIT_OK
+        if data.get("stopped") and not data["failed"]:  # a projection stop (not in "failed")
+            _err(str(data["stopped"]))
+    return EXIT_FAIL if data["failed"] or data.get("stopped") else EXIT_OK
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -307,15 +314,22 @@ def cmd_project(args: argparse.Namespace) -> int:
             "failed": [{"document_id": o.document_id, "error": o.error}
                        for o in rep.outcomes if o.result in ("failed", "stale")],
             "queue": q}
+    if rep.stopped:
+        data["stopped"] = rep.stopped
     if args.json:
         _print_json(data)
+        if rep.stopped:
+            _err(rep.stopped)
     else:
         queue = ", ".join(f"{n} {status}" for status, n in q.items() if n) or "empty"
         print(f"{data['projected']} projected: {data['ready']} ready, "
               f"{len(data['failed'])} failed; queue: {queue}")
+        if rep.stopped:  # one line for the full disk, not one per document it failed
+            _err(rep.stopped)
         for f in data["failed"]:
-            _err(f"document {f['document_id']}: {f['error']}")
-    return EXIT_FAIL if data["failed"] else EXIT_OK
+            if not (rep.stopped and str(f["error"]).startswith("FullError")):
+                _err(f"document {f['document_id']}: {f['error']}")
+    return EXIT_FAIL if data["failed"] or rep.stopped else EXIT_OK
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:

@@ -218,7 +218,9 @@ def cmd_rechunk(args: argparse.Namespace) -> int:
         print(f"{data['rechunked']} rechunked, {data['unchanged']} already used this config; "
               f"projection: {data['projection']['ready']} ready, "
               f"{data['projection']['failed']} failed")
-    return EXIT_FAIL if data["projection"]["failed"] else EXIT_OK
+    if data.get("stopped"):
+        _err(str(data["stopped"]))
+    return EXIT_FAIL if data["projection"]["failed"] or data.get("stopped") else EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
