@@ -81,6 +81,11 @@ class ProjectionOutcome:
     embedded: int = 0
     cached: int = 0
 
+    @property
+    def disk_full(self) -> bool:
+        """The projection failed because the database's disk is full."""
+        return bool(self.error and self.error.startswith(DISK_FULL))
+
 
 @dataclass
 class ProjectionReport:
@@ -594,12 +599,12 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
         attempted.update(claimed)
         for i in range(0, len(claimed), PROJECT_TXN_DOCS):
             part = claimed[i:i + PROJECT_TXN_DOCS]
-            for o in project_batch(conn, part, embedder, now, owner, retry_base, retry_cap):
+            outcomes = project_batch(conn, part, embedder, now, owner, retry_base, retry_cap)
+            for o in outcomes:
                 report.outcomes.append(o)
                 if on_progress:
                     on_progress(o)
-            full = next((o.error for o in report.outcomes
-                         if o.error and o.error.startswith(DISK_FULL)), None)
+            full = next((o.error for o in outcomes if o.disk_full and o.error), None)
             if full is not None:
                 _reclaim_wal(conn)
                 _release_claims(conn, owner)

@@ -326,9 +326,9 @@ def cmd_project(args: argparse.Namespace) -> int:
               f"{len(data['failed'])} failed; queue: {queue}")
         if rep.stopped:  # one line for the full disk, not one per document it failed
             _err(rep.stopped)
-        for f in data["failed"]:
-            if not (rep.stopped and str(f["error"]).startswith("FullError")):
-                _err(f"document {f['document_id']}: {f['error']}")
+        for o in rep.outcomes:
+            if o.result in ("failed", "stale") and not (rep.stopped and o.disk_full):
+                _err(f"document {o.document_id}: {o.error}")
     return EXIT_FAIL if data["failed"] or rep.stopped else EXIT_OK
 
 

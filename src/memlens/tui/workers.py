@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.timer import Timer
@@ -76,15 +76,14 @@ class AppWorkers(EventsApp):
     current_doc_id: int | None
     _gone_timer: Timer | None = None
 
-    @property
-    def doc_tree(self) -> DocumentTree:
-        """The document tree (``MemlensApp`` returns its browser's)."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by MemlensApp (from its browser screen)
+        @property
+        def doc_tree(self) -> DocumentTree:
+            """The document tree."""
 
-    @property
-    def filter_text(self) -> str:
-        """The sidebar's fuzzy filter (``MemlensApp`` reads its browser's)."""
-        raise NotImplementedError
+        @property
+        def filter_text(self) -> str:
+            """The sidebar's fuzzy filter."""
 
     # -- files that could not be read: the tree's ✗ marks ------------------------
     @on(FilesUnreadable)
