@@ -113,3 +113,56 @@ def test_sqlite_vec_path_matches_the_package() -> None:
     from memlens.core import db as dbm
 
     assert os.path.normpath(dbm._sqlite_vec_path()) == os.path.normpath(sqlite_vec.loadable_path())
+
+
+# The write side of the core: chunker, projection, ingest, purge, preview, in-RAM vectors.
+WRITE_SIDE = ("memlens.core.chunking", "memlens.core.projection", "memlens.core.ingest",
+              "memlens.core.store_purge", "memlens.core.preview", "memlens.core.vector_matrix",
+              "memlens.core.chunker_choice")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("search", "--mode", "lexical", "busy_timeout"), ("docs",)],
+    ids=lambda a: a[0],
+)
+def test_read_commands_skip_the_write_side(db: str, tmp_path: Path,
+                                           args: tuple[str, ...]) -> None:
+    """A one-shot read loads the database, config and search code only: the façade
+    (``memlens.core.types`` and ``service``) resolves the rest on first use."""
+    mods = _modules(tmp_path, *args, "--db", db)
+    assert "memlens.core.service" in mods
+    assert sorted(m for m in WRITE_SIDE if m in mods) == []
+    if args[0] == "docs":  # nothing to redact: the rules are not compiled
+        assert "memlens.core.redact" not in mods
+
+
+def test_ingest_still_loads_the_write_side(tmp_path: Path) -> None:
+    """Control: the check above would see the modules if a command used them."""
+    mem = tmp_path / "m" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "notes.md").write_text("# Notes\n\nbody\n", encoding="utf-8")
+    mods = _modules(tmp_path, "ingest", str(mem), "--repository", "demo",
+                    "--db", str(tmp_path / "x.db"))
+    assert {"memlens.core.chunking", "memlens.core.projection", "memlens.core.ingest"} <= mods
+
+
+def test_one_command_parser_matches_the_full_one() -> None:
+    """`main` builds only the named command's parser; it must parse the same."""
+    from memlens.tui.cli import _PARSERS, build_parser
+
+    full = build_parser()
+    for name in _PARSERS:
+        argv = [name, "--help"]
+        outs = []
+        for parser in (full, build_parser(name)):
+            import contextlib
+            import io
+
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf), pytest.raises(SystemExit):
+                parser.parse_args(argv)
+            outs.append(buf.getvalue())
+        assert outs[0] == outs[1], name
+    args = build_parser("search").parse_args(["search", "q", "--mode", "lexical", "-k", "3"])
+    assert (args.command, args.query, args.mode, args.k) == ("search", "q", "lexical", 3)

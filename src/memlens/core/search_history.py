@@ -13,7 +13,6 @@ from __future__ import annotations
 import apsw
 
 from .db import rows, write_txn
-from .redact import redact
 
 
 def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float,
@@ -21,6 +20,8 @@ def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float
     """Store one finished search (redacted), keeping the newest ``keep``; returns
     whether it was stored (not when ``keep`` is 0, the query is blank, or it repeats
     the newest entry)."""
+    from .redact import redact  # on use: reading the history never loads the rules
+
     text = redact(query.strip()).text
     if keep <= 0 or not text:
         return False

@@ -20,10 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import chunker_choice as choice
 from . import db as dbm
-from . import preview as preview_mod
-from . import projection as proj
 from . import search as search_mod
 from . import search_history
 from .benchrun import (
@@ -32,14 +29,8 @@ from .benchrun import (
     render_train_validation,
     run_benchmark,
 )
-from .chunker_choice import ChunkerChoice
-from .chunking import Chunk, ChunkerConfig, ChunkResult, chunk_markdown
 from .config import load_settings
 from .db import explain_storage_error
-from .embedding import EmbedderUnavailable, EmbeddingError
-from .ingest import FileChange, IngestReport, ingest_root, max_file_bytes
-from .preview import QueryEffect
-from .redact import redact
 from .service_reads import ServiceReads
 from .sources import (
     MemoryRoot,
@@ -50,12 +41,6 @@ from .sources import (
     read_file,
     roots_for_path,
 )
-from .store import (
-    apply_retention,
-    document_ids,
-    write_rechunk,
-)
-from .store_purge import reredact_document
 from .types import (
     DocumentSummary,
     FilterIndex,
@@ -63,10 +48,19 @@ from .types import (
     PurgeOutcome,
     RechunkOutcome,
 )
-from .vector_matrix import VectorMatrixCache
 
 if TYPE_CHECKING:
+    from . import projection as proj
+    from .chunker_choice import ChunkerChoice
+    from .chunking import Chunk, ChunkerConfig, ChunkResult
+    from .ingest import FileChange
+    from .preview import QueryEffect
+    from .vector_matrix import VectorMatrixCache
     from .watch import Watcher, WatchEvent
+# The chunker, projection, ingest, redaction, purge and vector code are imported in the
+# methods that use them, so a one-shot read (`memlens search --mode lexical`, `docs`)
+# loads only the database, config and search modules (tests/test_imports.py,
+# benchmarks/cli_startup.py).
 
 from .service_base import Clock
 
@@ -88,6 +82,9 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
     Raises:
         SourceError: The file cannot be read or is not valid Markdown text.
     """
+    from .chunking import chunk_markdown
+    from .redact import redact
+
     data, _ = read_file(path)
     text = decode_markdown(data)
     found = 0
@@ -125,6 +122,8 @@ class MemoryService(ServiceReads):
     def vector_cache(self) -> VectorMatrixCache:
         """This service's vector matrix cache (created on first use)."""
         if self._vector_cache is None:
+            from .vector_matrix import VectorMatrixCache
+
             self._vector_cache = VectorMatrixCache(
                 connect=lambda: dbm.connect(self.db_path, create=False))
         return self._vector_cache
@@ -160,6 +159,9 @@ class MemoryService(ServiceReads):
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
+        from . import projection as proj
+        from .ingest import IngestReport, ingest_root, max_file_bytes
+
         conn = self._writable()
         cfg = self.chunker_config()
         key = self.install_key()
@@ -182,6 +184,8 @@ class MemoryService(ServiceReads):
         return IngestOutcome(report, pr, proj.pending_count(conn))
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
+        from .store import apply_retention
+
         ret = self.settings.retention
         for d in set(doc_ids):
             apply_retention(self.conn(), d, ret.max_revisions, ret.max_age_days, self.clock())
@@ -194,6 +198,9 @@ class MemoryService(ServiceReads):
         now (an HTTP endpoint asked for its dimension refuses the connection) queues
         nothing: 0; the projection that follows records the reason on each document.
         """
+        from . import projection as proj
+        from .embedding import EmbedderUnavailable, EmbeddingError
+
         try:
             fingerprint = self.embedder.fingerprint()
         except EmbedderUnavailable:
@@ -211,6 +218,8 @@ class MemoryService(ServiceReads):
         claimed document records the reason (failed, or stale while an older projection
         is served) with its back-off.
         """
+        from . import projection as proj
+
         self.mark_embedder_changes()
         return proj.project_pending(
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
@@ -225,6 +234,8 @@ class MemoryService(ServiceReads):
     def preview_rechunk(self, doc_id: int, config: ChunkerConfig) -> tuple[list[Chunk],
                                                                            list[Chunk]]:
         """(current chunks, chunks the new config would make) — writes nothing."""
+        from .chunking import chunk_markdown
+
         config.validate()
         doc = self.detail(doc_id)
         if doc is None:
@@ -237,6 +248,8 @@ class MemoryService(ServiceReads):
         """How the document would rank for ``queries`` (default: the recent searches)
         with its current chunks and with ``config``'s — lexical ranking, nothing written
         (see :mod:`memlens.core.preview`)."""
+        from . import preview as preview_mod
+
         doc = self.detail(doc_id)
         if doc is None:
             raise LookupError(f"no document with id {doc_id}")
@@ -250,6 +263,9 @@ class MemoryService(ServiceReads):
         Returns ids of documents that got a new revision. Projection is left to
         the caller (``project``), so a UI can run it in the background.
         """
+        from .chunking import chunk_markdown
+        from .store import write_rechunk
+
         config.validate()
         conn = self._writable()
         if doc_ids is None:
@@ -358,6 +374,12 @@ class MemoryService(ServiceReads):
         Raises:
             DatabaseReadOnly: The database cannot be written.
         """
+        from . import projection as proj
+        from .embedding import EmbedderUnavailable
+        from .redact import redact
+        from .store import document_ids
+        from .store_purge import reredact_document
+
         conn = self._writable()
         conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
 
@@ -411,6 +433,8 @@ class MemoryService(ServiceReads):
                  ) -> IngestOutcome:
         """Startup: ingest durably, then project the queue in batches of ``batch``
         documents, calling ``on_batch(ids, report)`` after each one."""
+        from . import projection as proj
+
         out = self.ingest(roots, project=False, on_change=on_change)
         if out.report.stopped:
             return out
@@ -437,6 +461,8 @@ class MemoryService(ServiceReads):
 
     def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
         """What follows an ingest of ``changes``: project the documents they touched."""
+        from . import projection as proj
+
         ids = sorted({c.document_id for c in changes
                       if c.document_id is not None and c.kind not in ("unchanged", "failed")})
         return self.project(ids) if ids else proj.ProjectionReport([])
@@ -451,6 +477,8 @@ class MemoryService(ServiceReads):
         for ``repository``, or for all documents, and later edits and re-ingests chunk
         with it (see :mod:`memlens.core.chunker_choice`).
         """
+        from . import projection as proj
+
         config.validate()
         if remember:
             self.remember_chunker(config, doc_ids, repository=repository)
@@ -472,6 +500,8 @@ class MemoryService(ServiceReads):
         """Record a rechunk's configuration so later writes keep it; returns the scope
         (``repository`` when given, ``all`` when ``doc_ids`` is None, else ``document``
         for each id). A broader choice clears the narrower ones it covers."""
+        from . import chunker_choice as choice
+
         config.validate()
         conn, now = self._writable(), self.clock()
         if repository is not None:
@@ -489,6 +519,8 @@ class MemoryService(ServiceReads):
     def effective_chunker(self, doc_id: int) -> ChunkerChoice:
         """The chunker settings a document uses now and where they come from
         (document > repository > all documents > settings)."""
+        from . import chunker_choice as choice
+
         doc = self.detail(doc_id)
         if doc is None:
             raise LookupError(f"no document with id {doc_id}")
@@ -499,6 +531,8 @@ class MemoryService(ServiceReads):
         """Forget a remembered choice (of one document, of ``repository``, or — both
         None — the all-documents one) and rechunk the affected documents with what
         applies then."""
+        from . import chunker_choice as choice
+
         conn = self.conn()
         if doc_id is not None:
             choice.forget(conn, "document", document_id=doc_id)
@@ -519,6 +553,8 @@ class MemoryService(ServiceReads):
     def chunker_choices(self) -> list[tuple[str, str, ChunkerConfig, float]]:
         """Every remembered chunker choice as (scope, target, config, set_at); the target
         is ``repository/path`` for a document, the repository, or ``*`` for all."""
+        from . import chunker_choice as choice
+
         out = []
         for scope, key, cfg, at in choice.choices(self.conn()):
             if scope == "document":
@@ -533,6 +569,8 @@ class MemoryService(ServiceReads):
         Raises:
             ChunkerConfigError: An invalid combination (also TypeError/ValueError).
         """
+        from .chunking import ChunkerConfig
+
         d = self.settings.chunker_dict()
         d.update({k: v for k, v in overrides.items() if v is not None})
         cfg = ChunkerConfig.from_dict(d)

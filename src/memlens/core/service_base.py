@@ -6,17 +6,22 @@ embedder, one SQLite connection per thread. Core-internal (the UI imports only
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
 from . import db as dbm
-from .chunking import ChunkerConfig
 from .config import Settings, load_settings
-from .embedding import Embedder, EmbedderUnavailable, make_embedder
-from .installkey import load_install_key
-from .store import now_clock
+
+if TYPE_CHECKING:
+    from .chunking import ChunkerConfig
+    from .embedding import Embedder
+# The chunker, embedders, install key and store are imported where first used, so a
+# short read-only command (``memlens search --mode lexical``, ``docs``) does not pay
+# for them (benchmarks/cli_startup.py).
 
 Clock = Callable[[], float]
 
@@ -30,7 +35,7 @@ class ServiceBase:
         self.settings = settings or load_settings()
         self.create = create  # False: a missing database folder is an error, not created
         self.db_path = Path(db_path) if db_path else self.settings.db_path
-        self.clock: Clock = clock or now_clock
+        self.clock: Clock = clock or time.time  # seconds since the epoch
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._local = threading.local()
@@ -100,6 +105,8 @@ class ServiceBase:
 
     def chunker_config(self) -> ChunkerConfig:
         """The configured chunker (validated)."""
+        from .chunking import ChunkerConfig
+
         cfg = ChunkerConfig.from_dict(self.settings.chunker_dict())
         cfg.validate()
         return cfg
@@ -111,6 +118,8 @@ class ServiceBase:
         the first one this install can run."""
         with self._embedder_lock:
             if self._embedder is None:
+                from .embedding import EmbedderUnavailable, make_embedder
+
                 name = self.settings.embedder.name
                 opts = dict(self.settings.embedder.options)
                 if name == "auto":
@@ -130,5 +139,7 @@ class ServiceBase:
     def install_key(self) -> bytes:
         """The per-install key for keyed source hashes."""
         if self._install_key is None:
+            from .installkey import load_install_key
+
             self._install_key = load_install_key()
         return self._install_key

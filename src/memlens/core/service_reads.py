@@ -9,20 +9,12 @@ import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from . import db as dbm
-from . import doctor as doctor_mod
-from . import projection as proj
-from .chunking import Chunk
-from .embedding import EmbedderUnavailable, EmbeddingError
-from .indexfile import IndexWarning, check_index
 from .service_base import ServiceBase
-from .store import (
-    find_document,
-)
 from .types import (
     DocumentDetail,
     DocumentSummary,
@@ -33,6 +25,13 @@ from .types import (
     RevisionChunker,
     Stats,
 )
+
+if TYPE_CHECKING:
+    from . import doctor as doctor_mod
+    from .chunking import Chunk
+    from .indexfile import IndexWarning
+# projection, doctor, the chunker, the embedders and the store are imported where a
+# method needs them: a lexical search or `memlens docs` never loads them.
 
 _SUMMARY_SQL = (
     "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
@@ -82,6 +81,8 @@ class ServiceReads(ServiceBase):
         Raises:
             LookupError: The path exists in several repositories and none was given.
         """
+        from .store import find_document
+
         conn = self.conn()
         if repository:
             d = find_document(conn, repository, path)
@@ -117,6 +118,8 @@ class ServiceReads(ServiceBase):
 
     def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
         """Chunks of a revision (default: current) as :class:`Chunk` objects."""
+        from .chunking import Chunk
+
         conn = self.conn()
         if revision_id is None:
             revision_id = dbm.scalar(conn, "SELECT current_revision_id FROM memory_documents"
@@ -214,14 +217,20 @@ class ServiceReads(ServiceBase):
         live = [r[0] for r in self.conn().execute(
             "SELECT logical_path FROM memory_documents WHERE repository=? AND tombstoned_at IS NULL",
             (doc.repository,))]
+        from .indexfile import check_index
+
         return check_index(doc.path, doc.content, live)
 
     def pending_count(self) -> dict[str, int]:
         """Projection queue: live documents per projection status."""
+        from . import projection as proj
+
         return proj.pending_count(self.conn())
 
     def statistics(self) -> Stats:
         """Counts for a status bar: documents, chunks, queue, embedder."""
+        from . import projection as proj
+
         conn = self.conn()
         docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
                               " IS NULL") or 0)
@@ -233,6 +242,8 @@ class ServiceReads(ServiceBase):
 
     def embedder_label(self) -> str:
         """Short embedder description, or the reason it is unavailable."""
+        from .embedding import EmbedderUnavailable, EmbeddingError
+
         try:
             e = self.embedder
         except EmbedderUnavailable as exc:
@@ -246,6 +257,8 @@ class ServiceReads(ServiceBase):
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
         """Run the consistency checks; a file SQLite cannot read is reported, with how to
         rebuild it, instead of raised."""
+        from . import doctor as doctor_mod
+
         try:
             checks, problems = doctor_mod.run_checks(self.conn())
         except (dbm.DatabaseCorrupt, apsw.CorruptError, apsw.NotADBError) as exc:
@@ -265,6 +278,8 @@ class ServiceReads(ServiceBase):
     def doctor_notices(self) -> list[str]:
         """Not problems but unfinished work: the projection queue, failures waiting for
         their retry, claims of processes that are gone."""
+        from . import projection as proj
+
         return proj.queue_notices(self.conn(), self.clock())
 
     # -- for the TUI (issue 12, TUI side): reads the browser needs -----------------
@@ -292,4 +307,6 @@ class ServiceReads(ServiceBase):
 
     def queued_document_ids(self) -> list[int]:
         """Live documents a projection run would pick up now, in id order."""
+        from . import projection as proj
+
         return proj.queued_document_ids(self.conn(), self.clock())

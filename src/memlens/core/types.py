@@ -7,6 +7,7 @@ defined here, the others are re-exported from the core module that owns them.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import posixpath
@@ -16,34 +17,88 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .chunker_choice import ChunkerChoice
-from .chunking import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, ChunkResult
-from .config import (
-    FUSIONS,
-    ChunkerSettings,
-    ConfigError,
-    EmbedderSettings,
-    ProjectionSettings,
-    RetentionSettings,
-    SearchSettings,
-    Settings,
-    WatchSettings,
-)
-from .db import DatabaseError
-from .db import StorageError as StorageError
-from .doctor import Problem
-from .embedding import EmbedderUnavailable, EmbeddingError
-from .indexfile import IndexWarning
-from .ingest import FileChange, IngestReport
-from .installkey import InstallKeyError
-from .preview import QueryEffect
-from .projection import ProjectionOutcome, ProjectionReport
-from .search import MODES, NO_WORD_NOTE, SearchError, SearchHit, SearchResult
-from .sources import MemoryRoot, SourceError, UsageError, claude_slug
-
 if TYPE_CHECKING:
-    from .bench import BenchError
-    from .watch import WatchEvent
+    from .bench import BenchError as BenchError
+    from .chunker_choice import ChunkerChoice as ChunkerChoice
+    from .chunking import STRATEGIES as STRATEGIES
+    from .chunking import Chunk as Chunk
+    from .chunking import ChunkerConfig as ChunkerConfig
+    from .chunking import ChunkerConfigError as ChunkerConfigError
+    from .chunking import ChunkResult as ChunkResult
+    from .config import FUSIONS as FUSIONS
+    from .config import ChunkerSettings as ChunkerSettings
+    from .config import ConfigError as ConfigError
+    from .config import EmbedderSettings as EmbedderSettings
+    from .config import ProjectionSettings as ProjectionSettings
+    from .config import RetentionSettings as RetentionSettings
+    from .config import SearchSettings as SearchSettings
+    from .config import Settings as Settings
+    from .config import WatchSettings as WatchSettings
+    from .db import DatabaseError as DatabaseError
+    from .db import StorageError as StorageError
+    from .doctor import Problem as Problem
+    from .embedding import EmbedderUnavailable as EmbedderUnavailable
+    from .embedding import EmbeddingError as EmbeddingError
+    from .indexfile import IndexWarning as IndexWarning
+    from .ingest import FileChange as FileChange
+    from .ingest import IngestReport as IngestReport
+    from .installkey import InstallKeyError as InstallKeyError
+    from .preview import QueryEffect as QueryEffect
+    from .projection import ProjectionOutcome as ProjectionOutcome
+    from .projection import ProjectionReport as ProjectionReport
+    from .search import MODES as MODES
+    from .search import NO_WORD_NOTE as NO_WORD_NOTE
+    from .search import SearchError as SearchError
+    from .search import SearchHit as SearchHit
+    from .search import SearchResult as SearchResult
+    from .sources import MemoryRoot as MemoryRoot
+    from .sources import SourceError as SourceError
+    from .sources import UsageError as UsageError
+    from .sources import claude_slug as claude_slug
+    from .watch import WatchEvent as WatchEvent
+
+# Re-exported names, imported on first use (PEP 562) so a short command such as a
+# lexical search does not import the chunker, projection, ingest and redaction code.
+_LAZY: dict[str, str] = {
+    'ChunkerChoice': '.chunker_choice',
+    'STRATEGIES': '.chunking',
+    'Chunk': '.chunking',
+    'ChunkerConfig': '.chunking',
+    'ChunkerConfigError': '.chunking',
+    'ChunkResult': '.chunking',
+    'FUSIONS': '.config',
+    'ChunkerSettings': '.config',
+    'ConfigError': '.config',
+    'EmbedderSettings': '.config',
+    'ProjectionSettings': '.config',
+    'RetentionSettings': '.config',
+    'SearchSettings': '.config',
+    'Settings': '.config',
+    'WatchSettings': '.config',
+    'DatabaseError': '.db',
+    'StorageError': '.db',
+    'Problem': '.doctor',
+    'EmbedderUnavailable': '.embedding',
+    'EmbeddingError': '.embedding',
+    'IndexWarning': '.indexfile',
+    'FileChange': '.ingest',
+    'IngestReport': '.ingest',
+    'InstallKeyError': '.installkey',
+    'QueryEffect': '.preview',
+    'ProjectionOutcome': '.projection',
+    'ProjectionReport': '.projection',
+    'MODES': '.search',
+    'NO_WORD_NOTE': '.search',
+    'SearchError': '.search',
+    'SearchHit': '.search',
+    'SearchResult': '.search',
+    'MemoryRoot': '.sources',
+    'SourceError': '.sources',
+    'UsageError': '.sources',
+    'claude_slug': '.sources',
+    'BenchError': '.bench',
+    'WatchEvent': '.watch',
+}
 
 __all__ = [
     "BenchError", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig", "ChunkerConfigError",
@@ -462,6 +517,8 @@ class FilterIndex:
         if raw in repos:
             return [raw]
         if raw.startswith(("/", "~")):
+            from .sources import claude_slug
+
             slug = claude_slug(os.path.expanduser(raw).rstrip("/") or "/")
             if slug in repos:
                 return [slug]
@@ -556,13 +613,10 @@ class FilterIndex:
 
 
 def __getattr__(name: str) -> Any:
-    # ``watch`` imports the service, which imports this module: resolve lazily.
-    if name == "WatchEvent":
-        from .watch import WatchEvent
-
-        return WatchEvent
-    if name == "BenchError":  # the bench package is imported only by `memlens bench`
-        from .bench import BenchError
-
-        return BenchError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Resolve a re-exported name from its owner module on first use (then cached)."""
+    owner = _LAZY.get(name)
+    if owner is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner, __package__), name)
+    globals()[name] = value
+    return value

@@ -16,22 +16,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import memlens.core.types as T  # heavy names (chunker, embedders, key) resolve on use
 from memlens.core.service import MemoryService, explain_storage_error, load_settings
-from memlens.core.types import (
-    FUSIONS,
-    ChunkerConfig,
-    ChunkerConfigError,
-    ConfigError,
-    DatabaseError,
-    EmbedderUnavailable,
-    EmbeddingError,
-    FileChange,
-    InstallKeyError,
-    StorageError,
-    UsageError,
-)
+from memlens.core.types import FUSIONS, ConfigError, DatabaseError, StorageError, UsageError
+
+if TYPE_CHECKING:
+    from memlens.core.types import ChunkerConfig, FileChange
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -82,8 +74,10 @@ def _chunker_flags(p: argparse.ArgumentParser) -> None:
                    help="floor: shorter adjacent sections merge (50; at most max/8; 0 = off)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for tests and docs)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs); ``only`` names one of the core
+    commands to build just that sub-parser (what :func:`main` does when argv starts with
+    it: building all of them costs more than a lexical search)."""
     p = argparse.ArgumentParser(
         prog="memlens",
         description="Keep Claude Code's Markdown memory in one SQLite database; search and "
@@ -91,7 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `memlens COMMAND --help` for the options of a command.",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    if only in _PARSERS:  # one known command: build just its parser (start-up cost)
+        _PARSERS[only](sub)
+        return p
+    for add in _PARSERS.values():
+        add(sub)
+    _register_optional(sub)
+    return p
 
+
+def _parser_ingest(sub: Any) -> None:
     s = sub.add_parser("ingest", help="read memory folders into the database",
                        description="Read Markdown memory into the database, then project it "
                        "for search. PATH is a memory folder, a Claude project folder or a "
@@ -105,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--embedder", help="embedder for the projection (see README)")
     _common(s)
 
+
+def _parser_project(sub: Any) -> None:
     s = sub.add_parser("project", help="project pending documents for search",
                        description="Embed and index documents whose projection is pending, or "
                        "failed and due for a retry (--force: all failed ones now).")
@@ -112,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--embedder", help="embedder to project with")
     _common(s)
 
+
+def _parser_search(sub: Any) -> None:
     s = sub.add_parser("search", help="search active memory",
                        description="Search the active projection. Modes: lexical (FTS5 bm25), "
                        "vector (sqlite-vec KNN), hybrid (score fusion of both; default).")
@@ -127,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not rank the current project's memory first")
     _common(s)
 
+
+def _parser_docs(sub: Any) -> None:
     s = sub.add_parser("docs", help="list documents",
                        description="List documents with their projection status.")
     s.add_argument("--filter", help="fuzzy filter over repository, path, headings and name")
@@ -134,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="include tombstoned (deleted) documents")
     _common(s)
 
+
+def _parser_history(sub: Any) -> None:
     s = sub.add_parser("history", help="revision timeline of a document",
                        description="Revisions newest first: change kind, hash, chunker, "
                        "embedder, summary and bounded diff.")
@@ -142,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-diff", action="store_true", help="omit diffs in text output")
     _common(s)
 
+
+def _parser_chunks(sub: Any) -> None:
     s = sub.add_parser("chunks", help="show how a Markdown file is chunked",
                        description="Chunk one Markdown file (nothing is stored) and print "
                        "ordinal, heading path, spans, tokens and first line. The text is "
@@ -152,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     _chunker_flags(s)
     _common(s)
 
+
+def _parser_rechunk(sub: Any) -> None:
     s = sub.add_parser("rechunk", help="re-chunk stored documents with another config",
                        description="Create rechunk revisions (same content, new chunker config) "
                        "and re-project them. The choice is remembered for the document, the "
@@ -169,16 +184,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--defer-projection", action="store_true")
     _common(s)
 
+
+def _parser_doctor(sub: Any) -> None:
     s = sub.add_parser("doctor", help="check database consistency",
                        description="integrity_check, FTS5 integrity (rank 1), vectors == nodes, "
                        "no orphan junction rows, active revisions projected. Exit 1 on problems.")
     _common(s)
 
+
+def _parser_config(sub: Any) -> None:
     s = sub.add_parser("config", help="print effective settings and their origin")
     _common(s)
 
-    _register_optional(sub)
-    return p
+
+_PARSERS: dict[str, Callable[[Any], None]] = {
+    "ingest": _parser_ingest,
+    "project": _parser_project,
+    "search": _parser_search,
+    "docs": _parser_docs,
+    "history": _parser_history,
+    "chunks": _parser_chunks,
+    "rechunk": _parser_rechunk,
+    "doctor": _parser_doctor,
+    "config": _parser_config,
+}
 
 
 def _register_optional(sub: Any) -> None:
@@ -233,9 +262,9 @@ def _chunker_config(args: argparse.Namespace, base: dict[str, Any]) -> ChunkerCo
     if getattr(args, "min_tokens", None) is not None:
         d["min_tokens"] = args.min_tokens
     try:
-        cfg = ChunkerConfig.from_dict(d)
+        cfg = T.ChunkerConfig.from_dict(d)
         cfg.validate()
-    except (ChunkerConfigError, TypeError, ValueError) as exc:
+    except (T.ChunkerConfigError, TypeError, ValueError) as exc:
         raise CliError(f"invalid chunker settings: {exc}") from None
     return cfg
 
@@ -392,9 +421,9 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
     warnings.showwarning = _show_warning
-    parser = build_parser()
-    args = parser.parse_args(_join_dash_values(_default_to_tui(
-        parser, list(sys.argv[1:] if argv is None else argv))))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(raw[0] if raw else None)
+    args = parser.parse_args(_join_dash_values(_default_to_tui(parser, raw)))
     if args.command is None:
         try:  # `memlens` alone opens the TUI
             args = parser.parse_args(["tui"])
@@ -413,16 +442,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         _err(str(exc))
         return exc.code
-    except (DatabaseError, ConfigError, InstallKeyError) as exc:
+    except (DatabaseError, ConfigError, T.InstallKeyError) as exc:
         _err(str(exc))
         return EXIT_USAGE
     except StorageError as exc:  # disk full, I/O error, damage found mid-way: one line
         _err(explain_storage_error(exc, getattr(args, "db", None)))
         return EXIT_FAIL
-    except EmbedderUnavailable as exc:
+    except T.EmbedderUnavailable as exc:
         _err(str(exc))
         return EXIT_USAGE
-    except EmbeddingError as exc:  # e.g. the endpoint refuses connections: files read stay stored
+    except T.EmbeddingError as exc:  # e.g. the endpoint refuses connections: files read stay stored
         _err(f"{exc}; what was read is stored and waits for projection"
              " (run memlens project once the embedder answers)")
         return EXIT_FAIL

@@ -10,11 +10,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import memlens.core.types as T
 from memlens.core.service import MemoryService, chunk_file, load_settings
 from memlens.core.types import (
     ConfigError,
     DatabaseError,
-    EmbeddingError,
     SearchError,
     SourceError,
     StorageError,
@@ -40,7 +40,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
                          doc_type=args.doc_type, all_projects=args.all_projects)
         _remember(svc, args.query, args.mode)
-    except (SearchError, EmbeddingError) as exc:
+    except (SearchError, T.EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
         svc.close()
