@@ -306,11 +306,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             out = svc.ingest(roots, project=False, on_change=on_change)
         else:
             out = svc.start_up(roots, on_change=on_change)
+        unprojected = _projection_failures(svc, out.projection)
     finally:
         if progress is not None:
             progress.stop()
         svc.close()
     data = out.as_json()
+    if unprojected:
+        data["projection_failed"] = unprojected
     if args.json:
         _print_json(data)
         if data.get("stopped"):
@@ -328,7 +331,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             _err(f"warning: {w}")
         if data.get("stopped") and not data["failed"]:  # a projection stop (not in "failed")
             _err(str(data["stopped"]))
-    return EXIT_FAIL if data["failed"] or data.get("stopped") else EXIT_OK
+        for f in unprojected:
+            _err(f"{f['repository']}/{f['path']}: stored, but not searchable yet: {f['error']}"
+                 " (memlens project retries it)")
+    # Like `memlens project`: a document this run could not project is a failure (exit 1).
+    failed = data["failed"] or data.get("stopped") or unprojected
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def _projection_failures(svc: MemoryService, rep: T.ProjectionReport | None,
+                         ) -> list[dict[str, Any]]:
+    """This run's projection failures (not a full disk's: that is one ``stopped`` line),
+    with the document's repository and path."""
+    if rep is None:
+        return []
+    bad = {o.document_id: o.error or o.result for o in rep.outcomes
+           if o.result in ("failed", "stale") and not (rep.stopped and o.disk_full)}
+    return [{"document_id": d.id, "repository": d.repository, "path": d.path,
+             "error": bad[d.id]} for d in svc.document_summaries(list(bad))]
 
 
 def cmd_project(args: argparse.Namespace) -> int:
