@@ -6,6 +6,9 @@ install key and config), then runs, interleaved, ``--runs`` times each:
 * the floor ``python -c "import apsw"``;
 * ``memlens search --mode lexical busy_timeout --db X``;
 * ``memlens docs --db X``;
+* the hybrid floor ``python -c "import apsw, numpy, tokenizers"`` and
+  ``memlens search --mode hybrid busy_timeout --db Y --embedder static`` (Y: the same
+  memory projected with the shipped static model; installed tree only);
 
 once with ``PYTHONDONTWRITEBYTECODE`` unset and once with it set to 1. Each child's
 user+sys CPU comes from ``os.wait4``; wall is measured around it. Two warm-up rounds
@@ -84,6 +87,10 @@ def main() -> None:
     first = args.tree[0].partition("=")[2].removesuffix(":pdwb1") if args.tree else None
     _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", db],
          dict(base, PYTHONPATH=first) if first else base)
+    static_db = str(work / "static.db")
+    if not args.no_current:
+        _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", static_db,
+              "--embedder", "static"], base)
 
     variants: list[tuple[str, str, dict[str, str], list[str]]] = []
     for pdwb in ("unset", "1"):
@@ -99,6 +106,13 @@ def main() -> None:
                              [*_memlens(), "search", "--mode", "lexical", QUERY, "--db", db]))
             variants.append((f"{label}: `memlens docs --db X`", pdwb, tenv,
                              [*_memlens(), "docs", "--db", db]))
+        if not args.no_current:
+            variants.append(("floor `python -c 'import apsw, numpy, tokenizers'`", pdwb, env,
+                             [sys.executable, "-c", "import apsw, numpy, tokenizers"]))
+            variants.append(("current: `memlens search --mode hybrid " + QUERY
+                             + " --db Y --embedder static`", pdwb, env,
+                             [*_memlens(), "search", "--mode", "hybrid", QUERY, "--db",
+                              static_db, "--embedder", "static"]))
 
     for _ in range(2):
         for _, _, env, cmd in variants:
@@ -112,11 +126,17 @@ def main() -> None:
             wall[i].append(w)
 
     print(f"Medians of {args.runs} interleaved runs.\n")
-    print("| command | PYTHONDONTWRITEBYTECODE | CPU user+sys (ms) | wall (ms) |")
-    print("|---|---|---:|---:|")
+    print("| command | PYTHONDONTWRITEBYTECODE | CPU user+sys (ms) | wall (ms) | CPU / its floor |")
+    print("|---|---|---:|---:|---:|")
+    floor = 0.0
     for i, (name, pdwb, _, _) in enumerate(variants):
-        print(f"| {name} | {pdwb} | {statistics.median(cpu[i]) * 1000:.0f} |"
-              f" {statistics.median(wall[i]) * 1000:.0f} |")
+        med = statistics.median(cpu[i])
+        if name.startswith("floor"):
+            floor, ratio = med, "1.0"
+        else:
+            ratio = f"{med / floor:.1f}" if floor else "-"
+        print(f"| {name} | {pdwb} | {med * 1000:.0f} | {statistics.median(wall[i]) * 1000:.0f} |"
+              f" {ratio} |")
 
 
 if __name__ == "__main__":
