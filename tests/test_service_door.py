@@ -99,3 +99,21 @@ def test_watch_json_keys_match_readme() -> None:
     assert keys == ["time", "event", "repository", "path", "change", "result", "message"]
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     assert '`{"time", "event", "repository", "path", "change", "result", "message"}`' in readme
+
+
+def test_current_repository_walks_up_and_skips_deleted_projects(
+        make_service: Callable[..., object], tree: MemoryTree) -> None:
+    """The project of the working directory (or an ancestor) counts only while it has live
+    documents: one indexed look-up per ancestor, not a scan of every document."""
+    tree.write("a.md", ALPHA, slug="-home-dev-proj")
+    tree.write("b.md", ALPHA, slug="-home-dev-proj-other")
+    svc = make_service()
+    assert isinstance(svc, MemoryService)
+    svc.start_up(svc.resolve_roots([tree.projects]))
+    assert svc.current_repository(Path("/home/dev/proj")) == "-home-dev-proj"
+    assert svc.current_repository(Path("/home/dev/proj/src/deep")) == "-home-dev-proj"
+    assert svc.current_repository(Path("/home/dev/proj-other")) == "-home-dev-proj-other"
+    assert svc.current_repository(Path("/home/dev")) is None
+    tree.remove("a.md", slug="-home-dev-proj")
+    svc.start_up(svc.resolve_roots([tree.projects]))
+    assert svc.current_repository(Path("/home/dev/proj/src")) is None  # only tombstones left
