@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chunking import generated_corpus  # noqa: E402
 
 from memlens.core.config import load_settings  # noqa: E402
+from memlens.core.db import SCHEMA_VERSION  # noqa: E402
 from memlens.core.embedding import Embedder, make_embedder  # noqa: E402
 from memlens.core.service import MemoryService  # noqa: E402
 from memlens.core.sources import roots_for_path  # noqa: E402
@@ -79,7 +80,7 @@ def _copy(src: Path, dst: Path) -> None:
 
 
 def _base(cache: Path, corpus: Path, emb: Embedder) -> Path:
-    base = cache / f"base-{corpus.name}-{emb.fingerprint()[:12]}.db"
+    base = cache / f"base-{corpus.name}-{emb.fingerprint()[:12]}-v{SCHEMA_VERSION}.db"
     if not base.exists():
         tmp = cache / "base-building.db"
         for suffix in ("", "-wal", "-shm"):

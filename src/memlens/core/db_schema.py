@@ -210,4 +210,58 @@ CREATE TABLE search_history (
 CREATE INDEX idx_search_history_at ON search_history(at);
 """
 
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6]
+
+def _packed(table: str, column: str, *, not_null: bool = False) -> str:
+    """SQL that moves ``table.column`` into a zlib-compressed ``<column>_z`` blob and makes
+    ``column`` a VIRTUAL generated column reading it back (readers see the same text)."""
+    return f"""
+ALTER TABLE {table} ADD COLUMN {column}_z BLOB;
+UPDATE {table} SET {column}_z = memlens_deflate({column});
+ALTER TABLE {table} DROP COLUMN {column};
+ALTER TABLE {table} ADD COLUMN {column} TEXT
+    GENERATED ALWAYS AS (memlens_inflate({column}_z)) VIRTUAL;
+""" + (f"""CREATE TRIGGER {table}_{column}_z_nn BEFORE INSERT ON {table}
+    WHEN new.{column}_z IS NULL BEGIN
+    SELECT RAISE(ABORT, 'NOT NULL constraint failed: {table}.{column}');
+END;
+""" if not_null else "")
+
+
+
+# v7: a smaller database (issue 17). The Markdown held by documents, revision snapshots
+# and chunks is stored zlib-compressed in ``*_z`` blobs; the old column names are VIRTUAL
+# generated columns (``memlens_inflate``, registered on every connection by
+# memlens.core.db), so readers see the same text. Node text stays plain: it is the FTS
+# index's external content and what search reads for every hit.
+# Writers set the ``*_z`` column (memlens.core.db.pack_text). The embedding cache refers
+# to the live node whose vec0 row holds its vector (``node_id``) instead of holding a
+# second copy; ``vector`` is kept only while no live node holds it (the projection moves
+# a vector back into the cache row before deleting that node).
+_SCHEMA_V7 = (
+    _packed("memory_documents", "content")
+    + _packed("memory_revisions", "snapshot")
+    + _packed("memory_chunks", "text", not_null=True)
+    + """
+CREATE TABLE embedding_cache_v7 (
+    id INTEGER PRIMARY KEY,
+    chunk_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    node_id INTEGER,
+    vector BLOB,
+    created_at REAL NOT NULL,
+    UNIQUE (chunk_hash, fingerprint),
+    CHECK (vector IS NOT NULL OR node_id IS NOT NULL)
+);
+INSERT INTO embedding_cache_v7(chunk_hash, fingerprint, node_id, vector, created_at)
+    SELECT chunk_hash, fingerprint, NULL, vector, created_at FROM embedding_cache;
+DROP TABLE embedding_cache;
+ALTER TABLE embedding_cache_v7 RENAME TO embedding_cache;
+UPDATE embedding_cache SET node_id = n.id, vector = NULL FROM (
+    SELECT MIN(k.id) AS id, s.fingerprint AS fp, memlens_sha256(k.text) AS h
+    FROM knowledge_nodes k JOIN vector_spaces s ON s.name = k.vector_space GROUP BY fp, h) n
+    WHERE n.fp = embedding_cache.fingerprint AND n.h = embedding_cache.chunk_hash;
+CREATE INDEX idx_embedding_cache_node ON embedding_cache(node_id) WHERE node_id IS NOT NULL;
+""")
+
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6,
+                         _SCHEMA_V7]

@@ -25,20 +25,19 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from . import faults
-from .db import ensure_vector_space, rows, scalar, vec_table_name, write_txn
+from . import projection_cache as ecache
+from .db import ensure_vector_space, row, rows, scalar, vec_table_name, write_txn
 from .redact import redact_path
 from .store import get_document, prune_unused_chunks
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .embedding import Embedder
 
 Clock = Callable[[], float]
@@ -248,59 +247,23 @@ def node_text(heading_path: Sequence[str], text: str) -> str:
     return f"{head}\n\n{text}" if head else text
 
 
-EMBED_SLICE = 2048
-"""Texts per embed call: one call over all 41k chunks of an 8 MiB heading-dense file held
-~274 MiB of intermediate results (peak RSS 429 MB); slices of 2,048 keep it at 278 MB."""
+def delete_nodes(conn: apsw.Connection, doc_id: int, keep: Iterable[str] = ()) -> int:
+    """Remove a document's nodes, their vectors, FTS rows (trigger) and junction rows.
 
-
-def _embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder: Embedder,
-                  fingerprint: str) -> tuple[np.ndarray, list[tuple[str, bytes]], int]:
-    """Vectors for chunks, from cache where possible; returns (vectors, new cache rows, cached)."""
-    import numpy as np
-
-    n = len(chunks)
-    vecs = np.zeros((n, embedder.dim), dtype=np.float32)
-    missing: list[int] = []
-    cached = 0
-    found: dict[str, bytes] = {}
-    keys = sorted({c["embed_key"] for c in chunks})
-    for k in range(0, len(keys), 5000):  # one statement per slice, not one per chunk
-        found.update((str(r[0]), bytes(r[1])) for r in conn.execute(
-            "SELECT chunk_hash, vector FROM embedding_cache WHERE fingerprint=? AND chunk_hash IN"
-            " (SELECT value FROM json_each(?))", (fingerprint, json.dumps(keys[k:k + 5000]))))
-    for i, c in enumerate(chunks):
-        blob = found.get(c["embed_key"])
-        if blob is not None and len(blob) == 4 * embedder.dim:
-            vecs[i] = np.frombuffer(blob, dtype=np.float32)
-            cached += 1
-        else:
-            missing.append(i)
-    new_rows: list[tuple[str, bytes]] = []
-    for start in range(0, len(missing), EMBED_SLICE):  # bounded memory on huge documents
-        part = missing[start:start + EMBED_SLICE]
-        out = embedder.embed_documents([chunks[i]["node_text"] for i in part])
-        arr = np.asarray(out, dtype=np.float32)
-        del out
-        if arr.shape != (len(part), embedder.dim):
-            raise ValueError(
-                f"embedder {embedder.name} returned shape {arr.shape}, expected "
-                f"({len(part)}, {embedder.dim})")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"embedder {embedder.name} returned non-finite values")
-        for j, i in enumerate(part):
-            vecs[i] = arr[j]
-            new_rows.append((chunks[i]["embed_key"], arr[j].tobytes()))
-    return vecs, new_rows, cached
-
-
-def delete_nodes(conn: apsw.Connection, doc_id: int) -> int:
-    """Remove a document's nodes, their vectors, FTS rows (trigger) and junction rows."""
+    Cached vectors held by these nodes move into the cache first (except texts in
+    ``keep``: the swap's new nodes of those texts take the cache reference over)."""
     spaces: dict[str, list[int]] = {}
-    for r in rows(conn, "SELECT id, vector_space FROM knowledge_nodes WHERE document_id=?",
-                  (doc_id,)):
+    found = rows(conn, "SELECT id, vector_space FROM knowledge_nodes WHERE document_id=?",
+                 (doc_id,))
+    if not found:  # a first projection: nothing to delete
+        faults.checkpoint("projection.delete_vectors")
+        faults.checkpoint("projection.delete_nodes")
+        return 0
+    for r in found:
         if r["vector_space"]:
             spaces.setdefault(r["vector_space"], []).append(int(r["id"]))
     for space, ids in spaces.items():
+        ecache.release(conn, space, ids, keep)
         conn.executemany(f"DELETE FROM {vec_table_name(space)} WHERE node_id=?",
                          [(i,) for i in ids])
     faults.checkpoint("projection.delete_vectors")
@@ -323,11 +286,7 @@ def drop_projection(conn: apsw.Connection, doc_id: int) -> int:
                   " memory_documents d ON d.current_revision_id=c.revision_id WHERE d.id=?",
                   (doc_id,)):
         texts.append(node_text(json.loads(c["heading_path"]), c["text"]))
-    keys = sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
-    removed = 0
-    for k in keys:
-        conn.execute("DELETE FROM embedding_cache WHERE chunk_hash=?", (k,))
-        removed += conn.changes()
+    removed = ecache.forget(conn, (hashlib.sha256(t.encode()).hexdigest() for t in texts))
     delete_nodes(conn, doc_id)
     return removed
 
@@ -339,34 +298,34 @@ def optimize_fts(conn: apsw.Connection) -> None:
         conn.execute("INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts) VALUES('optimize')")
 
 
-def _load_chunks(conn: apsw.Connection, rev_id: int) -> list[dict[str, Any]]:
-    """A revision's chunks with their node text, heading label and cache key."""
-    chunks = rows(conn, "SELECT id, ordinal, heading_path, text, chunk_hash FROM memory_chunks"
-                  " WHERE revision_id=? ORDER BY ordinal", (rev_id,))
-    for c in chunks:
+def _load_chunks(conn: apsw.Connection, rev_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+    """Revisions' chunks (one statement) with their node text, heading label and cache key."""
+    out: dict[int, list[dict[str, Any]]] = {int(r): [] for r in rev_ids}
+    for c in rows(conn, "SELECT id, revision_id, ordinal, heading_path, text, chunk_hash"
+                  " FROM memory_chunks WHERE revision_id IN (SELECT value FROM json_each(?))"
+                  " ORDER BY revision_id, ordinal", (json.dumps(list(out)),)):
         hp = json.loads(c["heading_path"])
         c["heading"] = heading_label(hp)
         c["node_text"] = node_text(hp, c["text"])
         # The cache key covers what is embedded (heading path + text), not just the text.
         c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()
-    return chunks
-
-
-def _has_prunable(conn: apsw.Connection, doc_id: int, rev_id: int) -> bool:
-    """Whether the document has any revision besides ``rev_id`` (a first projection has none)."""
-    return scalar(conn, "SELECT 1 FROM memory_revisions WHERE document_id=? AND id<>? LIMIT 1",
-                  (doc_id, rev_id)) is not None
+        out[int(c["revision_id"])].append(c)
+    return out
 
 
 def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str, Any]],
-          vecs: Any, cache_rows: list[tuple[str, bytes]], space: str | None,
-          fingerprint: str, now: Clock) -> bool:
+          vecs: Any, space: str | None, fingerprint: str, now: Clock) -> bool:
     """Replace a document's nodes inside the caller's transaction; False if it is discarded."""
-    doc = get_document(conn, doc_id)
+    # prunable: the document has another revision (a first projection has none)
+    doc = row(conn, "SELECT repository, logical_path, doc_type, tombstoned_at,"
+              " current_revision_id, EXISTS (SELECT 1 FROM memory_revisions r WHERE"
+              " r.document_id=d.id AND r.id<>?) AS prunable FROM memory_documents d WHERE id=?",
+              (rev_id, doc_id))
     if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
         return False
-    delete_nodes(conn, doc_id)
+    delete_nodes(conn, doc_id, keep={c["embed_key"] for c in chunks})
     t = now()
+    made: list[tuple[str, int]] = []
     path = redact_path(doc["logical_path"])  # a token used as a file name is not indexed
     for c, v in zip(chunks, vecs, strict=True):
         conn.execute(
@@ -376,6 +335,7 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
             (doc_id, rev_id, c["ordinal"], doc["repository"], path,
              c["heading"], c["node_text"], doc["doc_type"], space, t))
         node_id = conn.last_insert_rowid()
+        made.append((c["embed_key"], node_id))
         faults.checkpoint("projection.node")
         conn.execute(
             f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
@@ -385,9 +345,7 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
         conn.execute("INSERT INTO knowledge_node_memory_chunks(node_id, chunk_id)"
                      " VALUES (?,?)", (node_id, c["id"]))
         faults.checkpoint("projection.junction")
-    conn.executemany(
-        "INSERT OR IGNORE INTO embedding_cache(chunk_hash, fingerprint, vector, created_at)"
-        " VALUES (?,?,?,?)", [(k, fingerprint, b, t) for k, b in cache_rows])
+    ecache.remember(conn, fingerprint, made, t)
     conn.execute(
         "UPDATE memory_documents SET active_revision_id=?, projection_status='ready',"
         " projection_error=NULL, projection_attempts=0, projection_owner=NULL,"
@@ -395,7 +353,7 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
         (rev_id, t, doc_id))
     conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status='ready'"
                  " WHERE id=?", (fingerprint, rev_id))
-    if _has_prunable(conn, doc_id, rev_id):
+    if doc["prunable"]:
         prune_unused_chunks(conn, doc_id)
     faults.checkpoint("projection.swap")
     return True
@@ -414,16 +372,16 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
         doc = get_document(conn, doc_id)
         if doc is None or doc["tombstoned_at"] is not None or doc["current_revision_id"] != rev_id:
             return ProjectionOutcome(doc_id, rev_id, "discarded")
-        chunks = _load_chunks(conn, rev_id)
+        chunks = _load_chunks(conn, [rev_id])[rev_id]
         space = ensure_vector_space(conn, fingerprint, embedder.dim, embedder.metric, now) \
             if chunks else None
         faults.checkpoint("projection.embed")
-        vecs, cache_rows, cached = _embed_chunks(conn, chunks, embedder, fingerprint)
+        vecs, fresh, cached = ecache.embed_chunks(conn, chunks, embedder, fingerprint, space)
         with write_txn(conn):
-            if not _swap(conn, doc_id, rev_id, chunks, vecs, cache_rows, space, fingerprint, now):
+            if not _swap(conn, doc_id, rev_id, chunks, vecs, space, fingerprint, now):
                 return ProjectionOutcome(doc_id, rev_id, "discarded")
         return ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
-                                 embedded=len(cache_rows), cached=cached)
+                                 embedded=len(fresh), cached=cached)
     except Exception as exc:  # every failure is recorded, none escapes
         msg = _describe(exc)
         return _record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
@@ -431,16 +389,15 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
 
 
 def _swap_batch(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[str, Any]]]],
-                vecs: Any, cache_rows: list[tuple[str, bytes]], space: str | None,
+                vecs: Any, fresh: set[str], space: str | None,
                 fingerprint: str, now: Clock) -> list[tuple[str, int, str | None]]:
     """All swaps in ONE transaction, each document inside its own SAVEPOINT.
 
     Returns per document (result, new cache rows, error). A failing document rolls back
     only its savepoint; an error that ends the whole transaction propagates."""
-    by_key = dict(cache_rows)
     results: list[tuple[str, int, str | None]] = []
     try:
-        _swap_all(conn, prepared, vecs, by_key, space, fingerprint, now, results)
+        _swap_all(conn, prepared, vecs, fresh, space, fingerprint, now, results)
     except Exception as exc:
         raise _BatchLost(len(results), _describe(exc)) from exc
     return results
@@ -456,25 +413,24 @@ class _BatchLost(Exception):
 
 
 def _swap_all(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[str, Any]]]],
-              vecs: Any, by_key: dict[str, bytes], space: str | None, fingerprint: str,
+              vecs: Any, fresh: set[str], space: str | None, fingerprint: str,
               now: Clock, results: list[tuple[str, int, str | None]]) -> None:
     with write_txn(conn):
         off = 0
         for doc_id, rev_id, chunks in prepared:
             n = len(chunks)
-            keys = {c["embed_key"] for c in chunks if c["embed_key"] in by_key}
-            mine = [(k, by_key[k]) for k in sorted(keys)]
+            mine = len({c["embed_key"] for c in chunks if c["embed_key"] in fresh})
             # Only inside the batch transaction: outside one a SAVEPOINT would open a
             # transaction of its own and hide a write_txn that is not atomic.
             nested = conn.in_transaction
             if nested:
                 conn.execute("SAVEPOINT projection_doc")
             try:
-                ok = _swap(conn, doc_id, rev_id, chunks, vecs[off:off + n], mine, space,
+                ok = _swap(conn, doc_id, rev_id, chunks, vecs[off:off + n], space,
                            fingerprint, now)
                 if nested:
                     conn.execute("RELEASE projection_doc")
-                results.append(("ready" if ok else "discarded", len(mine), None))
+                results.append(("ready" if ok else "discarded", mine, None))
             except Exception as exc:
                 if not (nested and conn.in_transaction):
                     raise
@@ -505,16 +461,18 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
         return [_record_failure(conn, d, r, _describe(exc), now, retry_base, retry_cap,
                                 embedder.name) for d, r in claimed]
     try:
-        prepared = [(d, r, _load_chunks(conn, r)) for d, r in claimed]
+        loaded = _load_chunks(conn, [r for _, r in claimed])
+        prepared = [(d, r, loaded[r]) for d, r in claimed]
         all_chunks = [c for _, _, cs in prepared for c in cs]
         space = ensure_vector_space(conn, fingerprint, embedder.dim, embedder.metric, now) \
             if all_chunks else None
         faults.checkpoint("projection.embed")
-        vecs, cache_rows, _cached = _embed_chunks(conn, all_chunks, embedder, fingerprint)
+        vecs, fresh, _cached = ecache.embed_chunks(conn, all_chunks, embedder, fingerprint,
+                                                   space)
     except Exception:  # one document's failure must not fail or mislabel the others
         return one_by_one()
     try:
-        results = _swap_batch(conn, prepared, vecs, cache_rows, space, fingerprint, now)
+        results = _swap_batch(conn, prepared, vecs, fresh, space, fingerprint, now)
     except _BatchLost as lost:
         # The document being swapped failed as today; the others lost only their turn.
         return [_record_failure(conn, d, r, lost.msg, now, retry_base, retry_cap, fingerprint)

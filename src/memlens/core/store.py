@@ -29,7 +29,7 @@ import apsw
 from . import faults
 from .chunker_choice import config_label
 from .chunking import CHUNKER_NAME, CHUNKER_VERSION, Chunk, ChunkerConfig
-from .db import rows, scalar, write_txn
+from .db import pack_text, rows, scalar, write_txn
 
 SOURCE_KIND = "claude-auto-memory"
 SUMMARY_MAX_CHARS = 600
@@ -141,9 +141,19 @@ def find_document(conn: apsw.Connection, repository: str, logical_path: str) -> 
     return r[0] if r else None
 
 
-def get_document(conn: apsw.Connection, doc_id: int) -> dict[str, Any] | None:
-    """The document row by id."""
-    r = rows(conn, "SELECT * FROM memory_documents WHERE id=?", (doc_id,))
+_DOC_COLUMNS = (
+    "id, source_kind, repository, logical_path, source_path, source_root, content_hash,"
+    " source_hash, source_mtime_ns, source_size, observed_at, front_matter, doc_type, doc_name,"
+    " current_revision_id, active_revision_id, projection_status, projection_error,"
+    " projection_attempts, projection_owner, projection_started_at, projection_updated_at,"
+    " projection_next_attempt_at, tombstoned_at")
+
+
+def get_document(conn: apsw.Connection, doc_id: int, *,
+                 content: bool = False) -> dict[str, Any] | None:
+    """The document row by id; its ``content`` only when asked for (it is decompressed)."""
+    cols = _DOC_COLUMNS + (", content" if content else "")
+    r = rows(conn, f"SELECT {cols} FROM memory_documents WHERE id=?", (doc_id,))
     return r[0] if r else None
 
 
@@ -171,7 +181,7 @@ def _insert_revision(
     text = pf.text if pf else (snapshot or "")
     conn.execute(
         "INSERT INTO memory_revisions(document_id, seq, change_kind, content_hash, logical_path,"
-        " previous_path, snapshot, summary, size_bytes, line_count, source_mtime_ns, observed_at,"
+        " previous_path, snapshot_z, summary, size_bytes, line_count, source_mtime_ns, observed_at,"
         " chunker_name, chunker_version, chunker_config, chunk_count, embedder_status)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
@@ -181,7 +191,7 @@ def _insert_revision(
             content_hash_,
             logical_path,
             previous_path,
-            snapshot,
+            pack_text(snapshot),
             summary,
             len(text.encode("utf-8")),
             text.count("\n") + (1 if text and not text.endswith("\n") else 0),
@@ -203,7 +213,7 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
     """Write the chunks of a revision."""
     conn.executemany(
         "INSERT INTO memory_chunks(revision_id, ordinal, heading_path, start_char, end_char,"
-        " start_byte, end_byte, overlap_chars, text, chunk_hash, tokens, reason)"
+        " start_byte, end_byte, overlap_chars, text_z, chunk_hash, tokens, reason)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
@@ -215,7 +225,7 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
                 c.start_byte,
                 c.end_byte,
                 c.overlap_chars,
-                c.text,
+                pack_text(c.text),
                 c.hash,
                 c.tokens,
                 c.reason,
@@ -237,7 +247,7 @@ def _supersede(conn: apsw.Connection, rev_id: int | None, new_text: str, old_pat
     diff, truncated = unified_diff(old, new_text, f"a/{old_path}", f"b/{new_path}")
     summary = summary_override or change_summary(old, new_text)
     conn.execute(
-        "UPDATE memory_revisions SET snapshot=NULL, diff=?, diff_truncated=?,"
+        "UPDATE memory_revisions SET snapshot_z=NULL, diff=?, diff_truncated=?,"
         " summary=COALESCE(?, summary) WHERE id=?",
         (diff, int(truncated), summary, rev_id),
     )
@@ -260,7 +270,7 @@ def _doc_fields(pf: PreparedFile, now: float) -> dict[str, Any]:
     return {
         "source_path": pf.source_path,
         "source_root": pf.source_root,
-        "content": pf.text,
+        "content_z": pack_text(pf.text),
         "content_hash": pf.content_hash,
         "source_hash": pf.source_hash,
         "source_mtime_ns": pf.mtime_ns,
@@ -416,7 +426,7 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
     or is tombstoned.
     """
     with write_txn(conn):
-        doc = get_document(conn, doc_id)
+        doc = get_document(conn, doc_id, content=True)
         if doc is None or doc["tombstoned_at"] is not None:
             return None
         cur = rows(conn, "SELECT * FROM memory_revisions WHERE id=?", (doc["current_revision_id"],))

@@ -17,7 +17,7 @@ import apsw
 
 from . import faults
 from .chunking import Chunk, ChunkerConfig
-from .db import rows, scalar, write_txn
+from .db import pack_text, rows, scalar, write_txn
 from .redact import redact_path
 from .store import (
     _queue_projection,
@@ -85,7 +85,7 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
     file finds it unchanged.
     """
     with write_txn(conn):
-        doc = get_document(conn, doc_id)
+        doc = get_document(conn, doc_id, content=True)
         if doc is None:
             return Reredacted(False, 0, 0, False)
         revs = rows(conn, "SELECT id, snapshot, diff, summary, chunker_config, logical_path"
@@ -103,9 +103,9 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
             if new["snapshot"] != r["snapshot"] and new["snapshot"] is not None:
                 snap = new["snapshot"]
                 conn.execute(
-                    "UPDATE memory_revisions SET snapshot=?, diff=?, summary=?, content_hash=?,"
+                    "UPDATE memory_revisions SET snapshot_z=?, diff=?, summary=?, content_hash=?,"
                     " size_bytes=? WHERE id=?",
-                    (snap, new["diff"], new["summary"], content_hash(snap),
+                    (pack_text(snap), new["diff"], new["summary"], content_hash(snap),
                      len(snap.encode("utf-8")), r["id"]))
             else:
                 conn.execute("UPDATE memory_revisions SET diff=?, summary=? WHERE id=?",
@@ -151,9 +151,9 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
                     hp = _redact_heading_path(c["heading_path"], red)
                     if t != c["text"] or hp != c["heading_path"]:
                         n_chunks += 1
-                        conn.execute("UPDATE memory_chunks SET text=?, heading_path=?,"
+                        conn.execute("UPDATE memory_chunks SET text_z=?, heading_path=?,"
                                      " chunk_hash=? WHERE id=?",
-                                     (t, hp, hashlib.sha256(t.encode()).hexdigest(), c["id"]))
+                                     (pack_text(t), hp, hashlib.sha256(t.encode()).hexdigest(), c["id"]))
             fields: dict[str, Any] = {"active_revision_id": None}
             if live:
                 _queue_projection(conn, doc_id, now)
@@ -166,7 +166,7 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
                 conn, "SELECT COUNT(*) FROM memory_chunks c JOIN memory_revisions r"
                 " ON r.id=c.revision_id WHERE r.document_id=?", (doc_id,)) or 0)
         _set_fields(conn, doc_id, {
-            "content": new_content,
+            "content_z": pack_text(new_content),
             "content_hash": content_hash(new_content) if new_content is not None
             else doc["content_hash"],
             "front_matter": json.dumps(new_fm, ensure_ascii=False, sort_keys=True),
