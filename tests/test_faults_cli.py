@@ -132,12 +132,19 @@ def test_damaged_pages_doctor_explains_and_others_refuse(corpus_db: Path, where:
     assert "PROBLEM [sqlite_integrity]" in d.stdout
     assert f"memlens ingest --db {corpus_db}" in d.stdout
     code, words = (2, "not a usable SQLite database") if where == "schema" else (1, "damaged")
-    for args in (["docs"], ["search", "--mode", "lexical", "redis"], ["ingest", str(CORPUS)]):
+    for args in (["docs"], ["ingest", str(CORPUS)], ["search", "--mode", "lexical", "redis"]):
         p = run_cli(*args, "--db", str(corpus_db), env=ENV)
+        if where == "documents" and args[0] == "search" and p.returncode == 0:
+            # A lexical search reads only the search projection (nodes, FTS), none of the
+            # damaged document pages: it may answer from intact pages (and keep its query
+            # in the history table). What it must not do is fail other than in one line.
+            assert p.stderr == "" and "redis" in p.stdout.lower(), p.stderr
+            continue
         assert p.returncode == code, (args, p.stderr)
         line = _one_line(p)
         assert words in line and "memlens doctor" in line, line
-    assert corpus_db.read_bytes() == bytes(data)
+        if args[0] == "ingest":  # the commands that refused wrote nothing
+            assert corpus_db.read_bytes() == bytes(data)
 
 
 # -- a full disk -----------------------------------------------------------------------
@@ -494,8 +501,8 @@ def test_readable_install_key_warning_is_one_line(tmp_path: Path) -> None:
 
 def test_unreachable_embedder_records_the_reason_and_keeps_files(tmp_path: Path) -> None:
     """Connection refused: every file is stored, each document is ``failed`` with the reason
-    (retried with back-off), no traceback. The ingest itself succeeded: exit 0 (as for any
-    projection failure; see the note in CHANGELOG)."""
+    (retried with back-off), no traceback. Exit 1, as `memlens project` does, with one
+    `stored, but not searchable yet` line per document."""
     from tests.test_embedding_http import closed_port
     cfg = tmp_path / "c.toml"
     cfg.write_text("[embedder]\nname = \"openai\"\n"
@@ -504,9 +511,11 @@ def test_unreachable_embedder_records_the_reason_and_keeps_files(tmp_path: Path)
     db = tmp_path / "m.db"
     r = run_cli("ingest", str(CORPUS), "--db", str(db), "--config", str(cfg))
     assert "Traceback" not in r.stderr, r.stderr
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     n = len([p for p in CORPUS.rglob("*.md") if "memory" in p.parts])
     assert f"projection: 0 ready, 0 pending, {n} failed" in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == n and all("stored, but not searchable yet" in x for x in lines)
     docs = json.loads(run_cli("docs", "--db", str(db), "--json").stdout)["documents"]
     assert len(docs) == n
     assert {d["projection_status"] for d in docs} == {"failed"}

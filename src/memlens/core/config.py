@@ -29,6 +29,10 @@ Example file::
     [retention]
     max_revisions = 50
     max_age_days = 0          # 0 = keep forever
+
+    [limits]
+    max_file_bytes = 8388608  # a larger file fails alone with one line
+    max_chunks_per_file = 5000
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "watch.reconcile_seconds": (int, 60),
     "retention.max_revisions": (int, 50),
     "retention.max_age_days": (int, 0),
+    "limits.max_file_bytes": (int, 8 * 1024 * 1024),
+    "limits.max_chunks_per_file": (int, 5000),
     "projection.retry_base_seconds": (float, 5.0),
     "projection.retry_max_seconds": (float, 3600.0),
     # [search]: the defaults are SearchSettings' own (one place).
@@ -133,6 +139,8 @@ _ENV: dict[str, str] = {
     "MEMLENS_RECONCILE_SECONDS": "watch.reconcile_seconds",
     "MEMLENS_MAX_REVISIONS": "retention.max_revisions",
     "MEMLENS_FUSION": "search.fusion",
+    "MEMLENS_MAX_FILE_BYTES": "limits.max_file_bytes",
+    "MEMLENS_MAX_CHUNKS_PER_FILE": "limits.max_chunks_per_file",
 }
 
 
@@ -186,6 +194,15 @@ class RetentionSettings:
 
     max_revisions: int
     max_age_days: int
+
+
+@dataclass(frozen=True)
+class LimitsSettings:
+    """``[limits]``: per-file bounds; a file over either fails alone with one line while
+    the rest of its folder is stored."""
+
+    max_file_bytes: int
+    max_chunks_per_file: int
 
 
 @dataclass(frozen=True)
@@ -252,6 +269,12 @@ class Settings:
         """The ``[retention]`` section."""
         return RetentionSettings(max_revisions=int(self.values["retention.max_revisions"]),
                                  max_age_days=int(self.values["retention.max_age_days"]))
+
+    @property
+    def limits(self) -> LimitsSettings:
+        """The ``[limits]`` section."""
+        return LimitsSettings(max_file_bytes=int(self.values["limits.max_file_bytes"]),
+                              max_chunks_per_file=int(self.values["limits.max_chunks_per_file"]))
 
     @property
     def projection(self) -> ProjectionSettings:
@@ -342,6 +365,9 @@ def _check_value(key: str, value: Any, where: str) -> None:
     if key == "search.fusion" and value not in FUSION_CHOICES:
         raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSION_CHOICES)},"
                           f" got {value!r}")
+    if key in ("limits.max_file_bytes", "limits.max_chunks_per_file") and (
+            not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}: `{key}` must be a positive integer, got {value!r}")
     if key == "search.candidates" and (not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")
     if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k") and (

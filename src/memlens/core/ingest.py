@@ -119,8 +119,11 @@ class IngestReport:
 
 
 def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
-                 max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> PreparedFile:
-    """Read, decode, redact, hash and chunk one file (no database access).
+                 max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 max_chunks: int | None = None) -> PreparedFile:
+    """Read, decode, redact, hash and chunk one file (no database access); a file over
+    ``max_bytes`` or splitting into more than ``max_chunks`` chunks (default:
+    :func:`max_chunks_per_file`) is refused.
 
     Raises:
         SourceError: the file cannot be used; the message says why.
@@ -132,11 +135,12 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
         result = chunk_markdown(red, config, path=sf.logical_path)
     except RecursionError:
         raise SourceError("Markdown is nested too deeply to parse") from None
-    limit = max_chunks_per_file()
+    limit = max_chunks if max_chunks is not None else max_chunks_per_file()
     if len(result.chunks) > limit:
         raise SourceError(
             f"splits into {len(result.chunks):,} chunks, over the limit of {limit:,} per file "
-            f"(MEMLENS_MAX_CHUNKS_PER_FILE); raise the limit or max_tokens, or split the file")
+            "([limits] max_chunks_per_file or MEMLENS_MAX_CHUNKS_PER_FILE); raise the limit or "
+            "max_tokens, or split the file")
     return PreparedFile(
         repository=sf.root.repository,
         logical_path=sf.logical_path,
@@ -201,7 +205,8 @@ def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[
 
 def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
                      root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
-                     max_bytes: int, emit: Emit, errored: set[str]) -> list[PreparedFile]:
+                     max_bytes: int, emit: Emit, errored: set[str],
+                     max_chunks: int | None = None) -> list[PreparedFile]:
     """Prepare every file not caught by the stat fast path; failures go to ``errored``.
 
     ``configs`` maps a document id to its remembered chunker choice (None: the
@@ -216,7 +221,7 @@ def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]
                 if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
                     emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
                     continue
-            prepared.append(prepare_file(sf, config, key, max_bytes))
+            prepared.append(prepare_file(sf, config, key, max_bytes, max_chunks))
         except SourceError as exc:
             errored.add(sf.logical_path)
             emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
@@ -293,6 +298,7 @@ def ingest_root(
     *,
     only_paths: Iterable[str] | None = None,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_chunks: int | None = None,
     on_change: Callable[[FileChange], None] | None = None,
 ) -> IngestReport:
     """Ingest one memory root (or only some logical paths of it).
@@ -308,6 +314,8 @@ def ingest_root(
         only_paths: Limit the work to these logical paths (watcher batches); a
             listed path that no longer exists is treated as vanished.
         max_bytes: Files larger than this are refused with a per-file error.
+        max_chunks: Files splitting into more chunks are refused the same way
+            (default: :func:`max_chunks_per_file`).
         on_change: Called after each applied change.
     """
     report = IngestReport()
@@ -329,7 +337,8 @@ def ingest_root(
     live = {d["logical_path"]: d
             for d in live_documents_under(conn, str(root.path), root.repository)}
     configs = chunker_choice.resolver(conn, root.repository, config)
-    prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored)
+    prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored,
+                                max_chunks)
 
     vanished = [
         d for p, d in live.items()

@@ -160,19 +160,21 @@ class MemoryService(ServiceReads):
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
         from . import projection as proj
-        from .ingest import IngestReport, ingest_root, max_file_bytes
+        from .ingest import IngestReport, ingest_root
 
         conn = self._writable()
         cfg = self.chunker_config()
         key = self.install_key()
         report = IngestReport()
-        limit = max_file_bytes()
+        limit = self.settings.limits.max_file_bytes  # [limits] / MEMLENS_MAX_FILE_BYTES
         for root in roots:
             sel = only_paths.get(root.path) if only_paths is not None else None
             if only_paths is not None and sel is None:
                 continue
             part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
-                               max_bytes=limit, on_change=on_change)
+                               max_bytes=limit,
+                               max_chunks=self.settings.limits.max_chunks_per_file,
+                               on_change=on_change)
             report.changes.extend(part.changes)
             report.warnings.extend(part.warnings)
             if part.stopped:

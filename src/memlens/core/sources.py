@@ -292,7 +292,7 @@ def read_file(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[byte
             raise SourceError(
                 f"file is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit; "
                 "memory files this large are not memory (raise the limit with "
-                "MEMLENS_MAX_FILE_BYTES if you mean it)"
+                "[limits] max_file_bytes or MEMLENS_MAX_FILE_BYTES if you mean it)"
             )
         chunks: list[bytes] = []
         total = 0
