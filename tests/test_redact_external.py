@@ -20,6 +20,7 @@ measured figures, as a regression guard.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,20 +35,18 @@ TARGET = {"keyed": 0.95, "prose": 0.90, "backticks": 0.90}
 
 # (family, context) -> measured share, for the tuning-set families below TARGET.
 BELOW_TARGET = {
-    # gitleaks' own sample is AWS's documented ...EXAMPLE... key: kept on purpose.
+    # gitleaks' own sample is AWS's documented ...EXAMPLE... Bedrock key: memlens
+    # leaves documented example keys alone on purpose (precision on docs).
     ("aws", "keyed"): 0.0,
     ("aws", "prose"): 0.0,
     ("aws", "backticks"): 0.0,
-    # The builder's "longest token" of a curl sample is a URL, a UUID, a hex
-    # string or a user:pass pair: not recognisable once taken out of the curl
-    # command (14 of the 18; docs/reliability.md lists them). The 4 found are
-    # base64/bearer-shaped tokens (one since the entropy fallback of issue 16).
-    ("curl", "prose"): 4 / 18,
-    ("curl", "backticks"): 4 / 18,
 }
+# Labels are what gitleaks' rule regex captures (tools/build_secret_set.py);
+# curl's one keyed miss is an 11-character header value (``Api-Token: ...``),
+# under the keyed floor's length limit: 28/29 meets the keyed target.
 
 # context -> measured share on the whole tuning set (secrets removed; fps kept)
-TUNING_FLOORS = {"keyed": 67 / 68, "prose": 53 / 68, "backticks": 53 / 68, "fp": 196 / 209}
+TUNING_FLOORS = {"keyed": 87 / 89, "prose": 88 / 89, "backticks": 88 / 89, "fp": 270 / 291}
 # Look-alike precision target on the gitleaks fps (issue 16), reached.
 FP_TARGET = 0.90
 
@@ -160,3 +159,27 @@ def test_cli_breakdown_by_context() -> None:
     assert [line.split()[0] for line in proc.stdout.splitlines()] == [
         "backticks", "fp", "keyed", "prose"
     ]
+
+
+def _builder() -> object:
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "build_secret_set.py"
+    spec = importlib.util.spec_from_file_location("build_secret_set", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builder_translates_go_flags_and_labels_the_capture() -> None:
+    """Labels are what the gitleaks rule captures (Go RE2 mid-pattern flags translated)."""
+    b: Any = _builder()
+    assert b.go_to_py(r"\b(p8e-(?i)[a-z0-9]{4}|x)\z") == r"\b(p8e-(?i:[a-z0-9]{4})|(?i:x))\Z"
+    assert b.go_to_py(r"a(?:b(?i)c|d)e") == r"a(?:b(?i:c)|(?i:d))e"
+    rule = {"regex": r"\bcurl\b.*[ \t](?:-u|--user)[ \t]+('([^:']{3,}:[^']{3,})'|(\w+:\w+))(?:\s|\z)"}
+    assert b.label(rule, "curl -s --user 'api:s3cr3tpw' https://x") == (
+        "api:s3cr3tpw", "curl -s --user 'api:s3cr3tpw'"
+    )
+    assert b.label({"regex": r"\b(tok_[a-z]{4})\b"}, "x tok_abcd y") == ("tok_abcd", "tok_abcd")
+    assert b.label({"regex": r"nomatch"}, "x") == "rule regex does not match in Python re"

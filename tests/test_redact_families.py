@@ -197,3 +197,52 @@ def test_normalisation_never_loses_a_finding() -> None:
     # "р" (Cyrillic) followed by an ASCII token: the token is found either way.
     text = "р" + _GH + " \u200b"
     assert _GH not in redact(text).text
+
+
+# curl credentials as gitleaks' curl rules capture them (issue 16 relabelling):
+# the password of ``-u``/``--user`` in every quoting, and ``-H`` header values.
+_PW = _r(6) + "!" + _r(5, string.digits) + _r(4)
+_TOK = _r(24)
+
+
+@pytest.mark.parametrize(
+    "command,secret",
+    [
+        (f'curl -u ":{_PW}" https://localhost:9200', _PW),
+        (f'curl -u "{_PW}:" https://localhost:9200', _PW),
+        (f"curl --user kevin:'{_PW}' -iX PATCH", _PW),
+        (f'curl --user "{{{_r(8, _HEX)}}}":"{{{_PW}}}" --header "Accept: x"', _PW),
+        (f"see `curl -s --user 'api:{_PW}'` in the runbook", _PW),
+        (f'curl -H "Authorization: Api-Token {_TOK}" https://x', _TOK),
+        (f'curl -L -H "Authorization: {_TOK}"', _TOK),
+        (f'curl -X POST --header "Api-Token: {_TOK[:11]}"', _TOK[:11]),
+        (f'curl -H "X-Octopus-ApiKey: {_TOK}"', _TOK),
+    ],
+)
+def test_curl_credentials_redacted(command: str, secret: str) -> None:
+    out = redact(command).text
+    assert secret not in out and "[REDACTED:" in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'curl -u "${username}":"${password}"',
+        'curl -u "{{ $.Values.username }}:{{ $.Values.password }}"',
+        'curl -u ":" https://localhost:9200',
+        'curl -u "myusername:" https://localhost:9200',
+        'curl --user "{password}" -X GET',
+        'curl -H "Authorization: Bearer $API_KEY"',
+        'curl -H "Authorization: Token **********"',
+        'curl -H "Token: aaaaaaaaaaaa"',
+        "run it with -h 'token: see the docs'",
+    ],
+)
+def test_curl_placeholders_kept(command: str) -> None:
+    assert redact(command).text == command
+
+
+def test_sidekiq_credential_pair_keyed() -> None:
+    pair = f"{_r(8, _HEX)}:{_r(8, _HEX)}"
+    assert pair not in redact(f'api_key = "{pair}"').text
+    assert redact('api_key = "not:hexpairs"').text == 'api_key = "not:hexpairs"'

@@ -57,9 +57,26 @@ _CLI_FLAG = re.compile(
 _NETRC = re.compile(
     r"login[ \t]++[^\s]{1,256}+[ \t]++password[ \t]++(?P<v>[^\s]{1,256}+)"
 )
+# ``curl -u user:pass``: the pair quoted as a whole ("u:p", 'u:p', either side
+# empty), or each side bare or quoted on its own (u:'p', "u":"p").
 _CURL_USER = re.compile(
-    r"-(?<![^ \t\n]-)(?:u|-user)[ \t]++[\"']?(?P<u>[^\s:\"']{1,256}+):(?P<v>[^\s\"']{1,256}+)"
+    r"-(?<![^ \t\n]-)(?:u|-user)(?:=|[ \t]++)(?:"
+    r"\"(?P<du>[^\":\r\n]{0,256}+):(?P<dv>[^\"\r\n]{0,256}+)\"(?![\w:\"'])"
+    r"|'(?P<su>[^':\r\n]{0,256}+):(?P<sv>[^'\r\n]{0,256}+)'(?![\w:\"'])"
+    r"|(?P<u>\"[^\"\r\n]{1,256}+\"|'[^'\r\n]{1,256}+'|[^\s:\"']{1,256}+)"
+    r":(?P<v>\"[^\"\r\n]{1,256}+\"|'[^'\r\n]{1,256}+'|[^\s\"']{1,256}+))"
 )
+# A credential header given to curl & co: ``-H "Authorization: [scheme] VALUE"``,
+# ``--header 'X-Api-Key: VALUE'``, ``-H "Token: VALUE"`` (gitleaks' curl-auth-header).
+_HEADER_ARG = re.compile(
+    r"-(?<![\w-]-)(?:h|-header)(?:=|[ \t]{1,5}+)[\"']"
+    r"(?:authorization:[ \t]{0,5}+(?:(?P<scheme>basic|bearer|(?:api-)?token)[ \t]++)?"
+    r"|(?:x-(?:[a-z]+-)?)?(?:api-?)?(?:key|token):[ \t]{0,5}+)"
+    r"(?P<v>[a-z0-9_=~@.+/\-]{8,256}+)(?=[\"'])"
+)
+_BASE64 = re.compile(r"[a-z0-9+/]+={0,3}")
+# Sidekiq Enterprise / Contribsys gem credentials: 8 hex, colon, 8 hex.
+_HEX_PAIR = re.compile(r"[0-9a-f]{8}:[0-9a-f]{8}")
 # Generic assignments. The pattern is anchored on a few keyword cores (password,
 # secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
 # keeps the scan fast; a bare "key" counts only right after one of these
@@ -186,7 +203,7 @@ def _assignment_value_ok(
         return False
     if password:
         return len(value) >= 3
-    return _looks_random(value)
+    return _looks_random(value) or _HEX_PAIR.fullmatch(value) is not None
 
 
 def _value_span(m: re.Match[str]) -> tuple[int, int, bool]:
@@ -243,13 +260,50 @@ def _scan_login_passwords(text: str, low: str, out: list[_Candidate]) -> None:
         if not _is_placeholder(text[s:e]):
             out.append((s, e, _PRIO_HEADER + 3, "password"))
     for m in _CURL_USER.finditer(low):
+        span = _curl_password(text, m)
+        if span is not None:
+            out.append((*span, _PRIO_HEADER + 3, "password"))
+
+
+def _unquoted_span(text: str, s: int, e: int) -> tuple[int, int]:
+    if e - s >= 2 and text[s] == text[e - 1] and text[s] in "'\"":
+        return s + 1, e - 1
+    return s, e
+
+
+def _curl_password(text: str, m: re.Match[str]) -> tuple[int, int] | None:
+    """The span to redact in a ``curl -u`` match: the password, else a random-looking user.
+
+    ``curl -u "user:"`` prompts for no password, so a user part that looks like
+    a password (``-u "d2LkV78zLx!t:"``) is the credential.
+    """
+    pair = next((g for g in ("d", "s", "") if m.start(f"{g}v") >= 0), "")
+    s, e = _unquoted_span(text, *m.span(f"{pair}v"))
+    us, ue = _unquoted_span(text, *m.span(f"{pair}u"))
+    pw, user = text[s:e], text[us:ue]
+    if user.startswith(("$", "<", "{{")) or (not pw and not user):
+        return None  # "$1:$2", "<user:password>", "{{ .Values.user }}:..."
+    if not pw:
+        strong = len(user) >= 8 and not user.isalnum() and any(c.isdigit() for c in user)
+        return (us, ue) if strong and not _is_placeholder(user) else None
+    braced = pw.startswith("{") and pw.endswith("}") and _looks_random(pw[1:-1])
+    if pw.isdigit() or (_is_placeholder(pw) and not braced) or pw.startswith(("$", "{{")):
+        return None  # "{password}" is a template, "{ZqL5kVrX1n8tA2}" a password
+    if pw.lower() == user.lower():
+        return None  # "test:test"
+    return s, e
+
+
+def _scan_header_args(text: str, low: str, out: list[_Candidate]) -> None:
+    """Values of credential headers passed with ``-H``/``--header`` (curl, httpie, wget)."""
+    for m in _HEADER_ARG.finditer(low):
         s, e = m.span("v")
-        pw, user = text[s:e], text[m.start("u") : m.end("u")]
-        if pw.isdigit() or _is_placeholder(pw) or pw.startswith("$"):
+        value = text[s:e]
+        if m.group("scheme") == "basic" and not _BASE64.fullmatch(m.group("v")):
+            continue  # "Basic eyJ...": not base64 user:password
+        if _is_placeholder(value) or _looks_fake(value, runs=False) or _entropy(value) <= 2.75:
             continue
-        if pw.lower() == user.lower() or user.startswith("<"):
-            continue  # "test:test", "<user:password>"
-        out.append((s, e, _PRIO_HEADER + 3, "password"))
+        out.append((s, e, _PRIO_HEADER + 2, "auth-header"))
 
 
 def _scan_dash_p(text: str, low: str, out: list[_Candidate]) -> None:
@@ -366,6 +420,7 @@ def _scan_folded(
     _scan_basic(text, low, out)
     _scan_auth_header(text, low, out)
     _scan_login_passwords(text, low, out)
+    _scan_header_args(text, low, out)
     _scan_dash_p(text, low, out)
     _scan_cookies(text, low, out)
     _scan_prose_passwords(text, low, out)
