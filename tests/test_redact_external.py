@@ -34,19 +34,15 @@ HELD_OUT = DATA / "external_detect_secrets.jsonl"
 TARGET = {"keyed": 0.95, "prose": 0.90, "backticks": 0.90}
 
 # (family, context) -> measured share, for the tuning-set families below TARGET.
-BELOW_TARGET = {
-    # gitleaks' own sample is AWS's documented ...EXAMPLE... Bedrock key: memlens
-    # leaves documented example keys alone on purpose (precision on docs).
-    ("aws", "keyed"): 0.0,
-    ("aws", "prose"): 0.0,
-    ("aws", "backticks"): 0.0,
-}
+# Empty since the Bedrock rule (the aws family's one sample is an EXAMPLE-filled
+# Bedrock key; its vendor prefix is evidence enough, so it is redacted).
+BELOW_TARGET: dict[tuple[str, str], float] = {}
 # Labels are what gitleaks' rule regex captures (tools/build_secret_set.py);
 # curl's one keyed miss is an 11-character header value (``Api-Token: ...``),
 # under the keyed floor's length limit: 28/29 meets the keyed target.
 
 # context -> measured share on the whole tuning set (secrets removed; fps kept)
-TUNING_FLOORS = {"keyed": 87 / 89, "prose": 88 / 89, "backticks": 88 / 89, "fp": 270 / 291}
+TUNING_FLOORS = {"keyed": 88 / 89, "prose": 89 / 89, "backticks": 89 / 89, "fp": 270 / 291}
 # Look-alike precision target on the gitleaks fps (issue 16), reached.
 FP_TARGET = 0.90
 

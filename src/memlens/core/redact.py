@@ -13,6 +13,8 @@ private-key          a PEM / OpenSSH / PGP private key block, header to footer
                      (an unterminated block: header plus its base64 body)
 aws-access-key       AWS access key id (``AKIA``, ``ASIA``, ``ABIA``, ``ACCA``)
 aws-secret-key       40-character AWS secret access key in an assignment
+aws-bedrock-key      Amazon Bedrock API key (``ABSKQmVkcm9ja0FQSUtleS`` + 110, or
+                     ``bedrock-api-key-`` + base64)
 github-token         ``ghp_`` ``gho_`` ``ghu_`` ``ghs_`` ``ghr_`` and ``github_pat_``
 gitlab-token         ``glpat-``, the other ``gl*-`` GitLab token prefixes, and
                      ``GR1348941`` runner registration tokens

@@ -1,6 +1,6 @@
 """Token rules for cloud and infrastructure providers (a family module of `redact_rules_tokens`).
 
-AWS, Google Cloud, Databricks, DigitalOcean, HashiCorp Vault, Doppler, Pulumi,
+AWS (access keys, Bedrock API keys), Google Cloud, Databricks, DigitalOcean, HashiCorp Vault, Doppler, Pulumi,
 Heroku, Supabase, age, Grafana, 1Password, Octopus Deploy. Each rule is a
 vendor prefix plus the documented shape of the rest; `redact_rules_tokens`
 puts the families together in priority order.
@@ -61,8 +61,22 @@ def _google_key_ok(secret: str) -> bool:
     return not is_public_example(secret) and _token_body_ok(secret)
 
 
+def _any_body(secret: str) -> bool:
+    """For prefixes that decode to a vendor name (Bedrock's ``ABSK`` + base64 of
+    ``BedrockAPIKey-``): the prefix alone is the evidence, so even an ``EXAMPLE``-filled
+    body is treated as a key (redacting a documented fake costs nothing)."""
+    return len(secret) >= 20
+
+
 CLOUD_RULES: tuple[_TokenRule, ...] = (
     _rule("aws-access-key", "A(?:KIA|SIA|BIA|CCA)", r"[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    # Amazon Bedrock API keys: long-term ``ABSK`` + base64("BedrockAPIKey-…"), 132
+    # characters in all (gitleaks' ``aws-amazon-bedrock-api-key-long-lived``); short-term
+    # ``bedrock-api-key-`` + base64 of a presigned URL.
+    _rule("aws-bedrock-key", "ABSKQmVkcm9ja0FQSUtleS", r"[A-Za-z0-9+/=]{110}(?![A-Za-z0-9+/=])",
+          check=_any_body),
+    _rule("aws-bedrock-key", "bedrock-api-key-", r"[A-Za-z0-9+/]{40,}+={0,2}",
+          not_after=_ALNUM_DASH, check=_any_body),
     _rule(
         "google-api-key",
         "AIza",
