@@ -35,7 +35,7 @@ import apsw
 
 from . import search_hits as hits_mod
 from .config import FUSIONS, SearchSettings
-from .db import rows, scalar, vec_table_name
+from .db import FTS_TOKENIZER, rows, scalar, vec_table_name
 from .search_hits import HL_END as HL_END
 from .search_hits import HL_START as HL_START
 from .search_hits import SearchHit as SearchHit
@@ -129,27 +129,64 @@ def _lexical_top(conn: apsw.Connection, res: SearchResult, k: int, repository: s
         return []
 
 
+_SNIP_TABLE = "temp.memlens_snippets"
+
+
 def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[SearchHit]) -> None:
-    """Replace lead snippets by FTS5 snippets with highlight spans, for these hits only."""
-    ids = [h.node_id for h in hits if h.ranks.get("lexical")]
+    """Replace lead snippets by FTS5 snippets with highlight spans, for these hits only.
+
+    The hits' rows are copied into a small TEMP FTS5 table (same columns, same
+    tokenizer) and ``snippet()`` runs there: FTS5's snippet depends only on the row's
+    own phrase positions, so the text is the same as on the main index, but the MATCH
+    no longer loads each query term's whole doclist once per hit (for terms in half
+    the chunks at 104k that cost ~1.2 ms a hit; now ~0.6 ms for ten).
+    """
+    ids = list(dict.fromkeys(h.node_id for h in hits if h.ranks.get("lexical")))
     if fts is None or not ids:
         return
-    ph = ",".join("?" * len(ids))
     try:
-        found = rows(
-            conn,
-            f"SELECT rowid AS id, snippet(knowledge_nodes_fts, 1, '{HL_START}', '{HL_END}', '…', 24)"
-            f" AS snip FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? AND rowid IN ({ph})",
-            [fts, *ids])
-    except apsw.SQLError:
-        return
-    by_id = {int(r["id"]): r["snip"] or "" for r in found}
+        found = _temp_snippets(conn, fts, ids)
+    except apsw.Error:  # defensive: the TEMP table is unusable; the slower main-index read
+        found = _main_snippets(conn, fts, ids)
     for h in hits:
-        raw = by_id.get(h.node_id)
+        raw = found.get(h.node_id)
         if raw:
             snip, spans = hits_mod.split_snippet(raw)
             if snip.strip():
                 h.snippet, h.highlights = snip, spans
+
+
+def _snippet_sql(table: str) -> str:
+    return f"snippet({table}, 1, '{HL_START}', '{HL_END}', '…', 24)"
+
+
+def _temp_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_SNIP_TABLE} USING fts5("
+                 f"heading, text, logical_path, tokenize='{FTS_TOKENIZER}')")
+    ph = ",".join("?" * len(ids))
+    conn.execute(f"DELETE FROM {_SNIP_TABLE}")
+    try:
+        conn.execute(f"INSERT INTO {_SNIP_TABLE}(rowid, heading, text, logical_path)"
+                     f" SELECT id, heading, text, logical_path FROM main.knowledge_nodes"
+                     f" WHERE id IN ({ph})", ids)
+        return {int(r["id"]): r["snip"] or "" for r in rows(
+            conn, f"SELECT rowid AS id, {_snippet_sql('memlens_snippets')} AS snip"
+            f" FROM {_SNIP_TABLE} WHERE memlens_snippets MATCH ?", [fts])}
+    except apsw.SQLError:  # the query text did not parse: no snippets, as before
+        return {}
+    finally:
+        conn.execute(f"DELETE FROM {_SNIP_TABLE}")
+
+
+def _main_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
+    ph = ",".join("?" * len(ids))
+    try:
+        return {int(r["id"]): r["snip"] or "" for r in rows(
+            conn, f"SELECT rowid AS id, {_snippet_sql('knowledge_nodes_fts')} AS snip"
+            f" FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? AND rowid IN ({ph})",
+            [fts, *ids])}
+    except apsw.SQLError:
+        return {}
 
 
 def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:
