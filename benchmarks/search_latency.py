@@ -23,6 +23,11 @@ searching it, not of building it. The hybrid time is also broken down into its
 parts (lexical candidate query, query embedding, sqlite-vec KNN, node metadata
 fetch) to show where the time goes.
 
+``--lexical`` instead times lexical search against its own bm25 statement (same FTS5
+expression, same depth), per query and interleaved, on the generated queries and on
+two-word queries of the most frequent index terms (rows matching: tens of thousands at
+100k chunks), wall and CPU.
+
 ``--matrix`` instead compares, per query and interleaved, the vector paths on each
 database: sqlite-vec's ``vec0`` KNN, the in-RAM matrix of
 :mod:`memlens.core.vector_matrix` and the floor (numpy float32 brute force over the
@@ -297,6 +302,77 @@ def measure_matrix(db: Path, embedder_name: str, n_queries: int) -> dict[str, An
     return out
 
 
+LEXICAL_STATEMENT = (
+    "SELECT rowid, bm25(knowledge_nodes_fts, {w}) AS s FROM knowledge_nodes_fts"
+    " WHERE knowledge_nodes_fts MATCH ? ORDER BY s LIMIT ?")
+
+
+def common_term_queries(conn: Any, n: int, seed: int = 5, top: int = 60) -> list[str]:
+    """Two-word queries drawn from the ``top`` most frequent index terms of 4+ letters
+    (porter stems as the index holds them; stop words are never indexed terms here)."""
+    import random
+
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bench_vocab"
+                 " USING fts5vocab(main, knowledge_nodes_fts, row)")
+    terms = [str(t) for (t,) in conn.execute(
+        "SELECT term FROM temp.bench_vocab WHERE length(term) > 3 AND term GLOB '[a-z]*'"
+        " ORDER BY doc DESC LIMIT ?", (top,))]
+    terms = [t for t in terms if t not in search_mod.STOP_WORDS]
+    rnd = random.Random(seed)
+    return [" ".join(rnd.sample(terms, 2)) for _ in range(n)]
+
+
+def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
+    """``MemoryService.search(mode="lexical", k=10)`` against its own bm25 statement
+    (the same FTS5 expression, top 40 = the depth the service asks for k = 10 with
+    the per-document cap), per query, interleaved (forward / reversed), on generated
+    queries and on two-word common-term queries (child process)."""
+    from memlens.core import db as dbm
+    from memlens.core.config import load_settings
+    from memlens.core.service import MemoryService
+
+    settings = load_settings(db.parent / "none.toml", env={}, overrides={"db": str(db)})
+    svc = MemoryService(settings, embedder=None, install_key=bench.FIXED_INSTALL_KEY)
+    conn = svc.conn()
+    sql = LEXICAL_STATEMENT.format(w=search_mod.BM25_WEIGHTS)
+    out: dict[str, Any] = {"chunks": int(conn.execute(
+        "SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0]), "sets": {}}
+    sets = {"generated": bench.generate_queries(n_queries, seed=3),
+            "common_terms": common_term_queries(conn, n_queries)}
+    for q in sets["generated"][:10]:
+        svc.search(q, mode="lexical", k=10)
+    for label, queries in sets.items():
+        t: dict[str, tuple[list[float], list[float]]] = {"search": ([], []), "statement": ([], [])}
+        matches: list[int] = []
+        for qi, text in enumerate(queries):
+            fts = search_mod.build_fts_query(text)
+            if fts is None:
+                continue
+            def statement(f: str = fts) -> list[Any]:
+                with dbm.read_txn(conn):  # the service reads in one transaction too
+                    return conn.execute(sql, (f, 40)).fetchall()
+
+            cases = [("search", lambda q=text: svc.search(q, mode="lexical", k=10)),
+                     ("statement", statement)]
+            for name, f in (cases if qi % 2 == 0 else cases[::-1]):
+                _, w, c = _timed(f)
+                t[name][0].append(w)
+                t[name][1].append(c)
+            if qi < 50:
+                matches.append(int(conn.execute(
+                    "SELECT count(*) FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?",
+                    (fts,)).fetchone()[0]))
+        times = {n: _wc(*v) for n, v in t.items()}
+        out["sets"][label] = {
+            "queries": len(t["search"][0]), "examples": queries[:3], "times": times,
+            "matching_rows_p50": statistics.median(matches) if matches else 0,
+            "matching_rows_p90": bench.percentile([float(m) for m in matches], 90) if matches else 0,
+            "ratio_p50": {k: round(times["search"][f"{k}_p50_ms"] / times["statement"][f"{k}_p50_ms"], 2)
+                          for k in ("wall", "cpu")}}
+    svc.close()
+    return out
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           cwd=ROOT)
@@ -318,7 +394,11 @@ def main() -> int:
                     help="compare vec0 KNN, the in-RAM matrix and the numpy floor")
     ap.add_argument("--_build", nargs=3, metavar=("DB", "FILES", "EMBEDDER"), help=argparse.SUPPRESS)
     ap.add_argument("--_measure", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
+    ap.add_argument("--lexical", action="store_true",
+                    help="lexical search against its own bm25 statement, generated and"
+                         " common-term queries")
     ap.add_argument("--_matrix", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
+    ap.add_argument("--_lexical", nargs=2, metavar=("DB", "Q"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._build:
         print(json.dumps(build(Path(a._build[0]), int(a._build[1]), a._build[2])))
@@ -328,6 +408,9 @@ def main() -> int:
         return 0
     if a._measure:
         print(json.dumps(measure(Path(a._measure[0]), a._measure[1], int(a._measure[2]))))
+        return 0
+    if a._lexical:
+        print(json.dumps(measure_lexical(Path(a._lexical[0]), int(a._lexical[1]))))
         return 0
 
     from memlens.core.embedding import EmbeddingError, make_embedder
@@ -349,6 +432,13 @@ def main() -> int:
                 print(f"building {db.name} ({files} files)...", file=sys.stderr, flush=True)
                 built = _child(["--_build", str(db), str(files), name])
             print(f"measuring {db.name}...", file=sys.stderr, flush=True)
+            if a.lexical:
+                lx = _child(["--_lexical", str(db), str(a.queries)])
+                rows.append({"target_chunks": target, "files": files, "embedder": name,
+                             "db": str(db), "build": built, **lx})
+                if not a.json:
+                    print(json.dumps(rows[-1], indent=2), flush=True)
+                continue
             if a.matrix:
                 mm = _child(["--_matrix", str(db), name, str(a.queries)])
                 rows.append({"target_chunks": target, "files": files, "embedder": name,

@@ -161,21 +161,24 @@ def _snippet_sql(table: str) -> str:
 
 
 def _temp_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_SNIP_TABLE} USING fts5("
-                 f"heading, text, logical_path, tokenize='{FTS_TOKENIZER}')")
     ph = ",".join("?" * len(ids))
-    conn.execute(f"DELETE FROM {_SNIP_TABLE}")
+    fill = (f"INSERT INTO {_SNIP_TABLE}(rowid, heading, text, logical_path)"
+            f" SELECT id, heading, text, logical_path FROM main.knowledge_nodes WHERE id IN ({ph})")
     try:
-        conn.execute(f"INSERT INTO {_SNIP_TABLE}(rowid, heading, text, logical_path)"
-                     f" SELECT id, heading, text, logical_path FROM main.knowledge_nodes"
-                     f" WHERE id IN ({ph})", ids)
+        conn.execute(fill, ids)
+    except apsw.SQLError:  # first use on this connection: the TEMP table does not exist yet
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_SNIP_TABLE} USING fts5("
+                     f"heading, text, logical_path, tokenize='{FTS_TOKENIZER}')")
+        conn.execute(f"DELETE FROM {_SNIP_TABLE}")
+        conn.execute(fill, ids)
+    try:
         return {int(r["id"]): r["snip"] or "" for r in rows(
             conn, f"SELECT rowid AS id, {_snippet_sql('memlens_snippets')} AS snip"
             f" FROM {_SNIP_TABLE} WHERE memlens_snippets MATCH ?", [fts])}
     except apsw.SQLError:  # the query text did not parse: no snippets, as before
         return {}
     finally:
-        conn.execute(f"DELETE FROM {_SNIP_TABLE}")
+        conn.execute(f"DELETE FROM {_SNIP_TABLE}")  # empty between uses
 
 
 def _main_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
