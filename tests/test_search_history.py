@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from memlens.core import search_history
 from tests.conftest import run_cli
 
@@ -48,3 +51,69 @@ def test_cli_search_is_kept(tmp_path: Path, tree: Any) -> None:
         assert svc.recent_searches()[:2] == ["pool size", "connection pool"]
     finally:
         svc.close()
+
+
+def _texts_of_labelled_sets() -> list[str]:
+    from memlens.core.redact import load_labelled
+
+    data = Path(__file__).resolve().parent / "data" / "secrets"
+    out: list[str] = []
+    for name in ("external.jsonl", "external_detect_secrets.jsonl", "labelled.jsonl"):
+        for ex in load_labelled(data / name):
+            out.append(ex.text)
+            out.extend(ex.text.split())
+            if ex.secret:
+                out.append(ex.secret)
+    return out
+
+
+def test_plain_text_shortcut_never_skips_a_finding() -> None:
+    """Text the history stores without loading the rules must be text they leave alone."""
+    from memlens.core.redact import redact
+    from memlens.core.search_history import needs_redaction
+
+    skipped = 0
+    for text in _texts_of_labelled_sets():
+        if not needs_redaction(text):
+            skipped += 1
+            assert redact(text).text == text, text
+    assert skipped > 100  # the shortcut is exercised by real words of the sets
+    for secretish in ("password is hunterxyz", "my token abc", "API KEY here", "Bearer abc",
+                      "ghp_" + "a1" * 18, "user pass", "x" * 17, "a  b", " a", "zero\u200bwidth"):
+        assert needs_redaction(secretish), secretish
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(r"[A-Za-z0-9_]{1,16}(?: [A-Za-z0-9_]{1,16}){0,15}", fullmatch=True))
+def test_plain_text_shortcut_property(text: str) -> None:
+    from memlens.core.redact import redact
+    from memlens.core.search_history import needs_redaction
+
+    if not needs_redaction(text):
+        assert redact(text).text == text
+
+
+def test_cli_search_with_plain_words_does_not_load_the_rules(tmp_path: Path, tree: Any) -> None:
+    """`memlens search deploy rollback` stores its history without importing the rules;
+    a query with a token still goes through them and is stored redacted."""
+    import subprocess
+    import sys
+
+    tree.write("a.md", "# Deploy\n\nRoll back with care.\n")
+    db = tmp_path / "m.db"
+    assert run_cli("ingest", str(tree.projects), "--db", str(db)).returncode == 0
+    code = ("import sys, runpy; sys.argv=['memlens','search','--mode','lexical','deploy rollback',"
+            f"'--db',{str(db)!r}]\n"
+            "try:\n    runpy.run_module('memlens.tui.cli', run_name='__main__')\n"
+            "except SystemExit: pass\n"
+            "print('RULES', 'memlens.core.redact_rules' in sys.modules, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "RULES False" in proc.stderr, proc.stderr
+    assert run_cli("search", "--mode", "lexical", f"deploy {TOKEN}", "--db", str(db)).returncode == 0
+    import apsw
+
+    conn = apsw.Connection(str(db))
+    stored = [r[0] for r in conn.execute("SELECT query FROM search_history ORDER BY id")]
+    conn.close()
+    assert stored[0] == "deploy rollback"
+    assert TOKEN not in stored[-1] and "[REDACTED:" in stored[-1], stored

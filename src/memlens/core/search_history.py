@@ -10,6 +10,8 @@ owns the ``search_history`` table.
 
 from __future__ import annotations
 
+import re
+
 import apsw
 
 from .db import rows, write_txn
@@ -20,9 +22,11 @@ def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float
     """Store one finished search (redacted), keeping the newest ``keep``; returns
     whether it was stored (not when ``keep`` is 0, the query is blank, or it repeats
     the newest entry)."""
-    from .redact import redact  # on use: reading the history never loads the rules
+    text = query.strip()
+    if needs_redaction(text):
+        from .redact import redact  # on use: plain-word queries never load the rules
 
-    text = redact(query.strip()).text
+        text = redact(text).text
     if keep <= 0 or not text:
         return False
     with write_txn(conn):
@@ -34,6 +38,26 @@ def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float
         conn.execute("DELETE FROM search_history WHERE id NOT IN"
                      " (SELECT id FROM search_history ORDER BY id DESC LIMIT ?)", (keep,))
     return True
+
+
+# Up to 16 words of 1-16 ASCII letters, digits or "_", single spaces: no rule of
+# `memlens.core.redact` can match such text unless a key word is in it (keyed forms need
+# "=", ":", quotes or "password is ..."; token rules need 20+ characters, the entropy
+# fallback 24+). tests/test_search_history.py checks it against every labelled set and
+# by hypothesis.
+_PLAIN = re.compile(r"[A-Za-z0-9_]{1,16}(?: [A-Za-z0-9_]{1,16}){0,15}")
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "sig", "login", "auth", "bearer",
+              "basic", "cookie", "session", "cred", "bot", "user", "private")
+
+
+def needs_redaction(text: str) -> bool:
+    """False only for text that the redaction rules provably leave as it is (a few
+    plain words, no key word), so that storing it need not load the ~160 rules
+    (≈20 ms of a CLI start); anything else goes through `memlens.core.redact`."""
+    if _PLAIN.fullmatch(text) is None:
+        return True
+    low = text.lower()
+    return any(k in low for k in _KEY_WORDS)
 
 
 def recent(conn: apsw.Connection, limit: int = 50) -> list[str]:
