@@ -1,0 +1,82 @@
+"""benchmarks/tui.py keeps working: its measuring code runs on a tiny database.
+
+No timing is asserted (the figures are the benchmark's business); the tests check
+that every phase measured something, i.e. that the frame tap still sees the
+frames Textual renders and recognises the results on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import tui as tui_bench  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("tui-bench")
+    db = tui_bench.db_path(cache, 24)
+    info = tui_bench.build(db, 24)
+    assert info["documents"] == 24 and info["chunks"] > 24
+    return db
+
+
+def _finite(summary: dict[str, Any], n: int) -> None:
+    assert summary["n"] == n
+    for key in ("p50_ms", "p95_ms", "max_ms"):
+        assert math.isfinite(summary[key]) and summary[key] > 0
+    assert summary["loop_stall_ms"] >= 0 and summary["cpu_s"] >= 0
+
+
+def test_measure_sees_every_phase_on_screen(tiny_db: Path) -> None:
+    out = asyncio.run(tui_bench.measure(tiny_db, 2, modes=("lexical", "vector"),
+                                        detail_moves=2, filters=("alpha", "zz")))
+    assert out["documents_listed"] == 24
+    assert out["first_frame_s"] > 0
+    assert out["documents_on_screen_s"] is not None
+    assert out["documents_on_screen_s"] >= out["first_frame_s"]
+    _finite(out["detail"], 2)
+    _finite(out["filter"], 2)
+    for mode in ("lexical", "vector"):
+        r = out[f"search_{mode}"]
+        _finite(r, 2)
+        assert r["missed"] == 0
+        # The frame showing the results comes after the debounce has fired.
+        assert r["p50_ms"] >= 150 * 0.9
+        assert r["service_p50_ms"] > 0
+    assert out["frames"] > 10 and out["terminal_bytes"] > 0
+    assert "search_hybrid" not in out
+
+
+def test_frame_tap_models_layout_and_chop_updates() -> None:
+    from rich.segment import Segment
+    from textual._compositor import ChopsUpdate, LayoutUpdate
+    from textual.geometry import Region
+    from textual.strip import Strip
+
+    tap = tui_bench.FrameTap(12, 3)
+    tap._apply(LayoutUpdate([[Strip([Segment("hello world!")])], [Strip([Segment("ab")])]],
+                            Region(0, 0, 12, 2)))
+    assert tap.text((0, 0, 12, 2)) == "hello world!\nab          "
+    # A chop update writes only its span (x2 exclusive); a wide character takes two cells.
+    tap._apply(ChopsUpdate([{}, {2: Strip([Segment("日x")])}, {}], [(1, 2, 4)], [[], [5], []]))
+    assert tap.text((0, 1, 6, 1)) == "ab日  "
+    assert tap.text((0, 0, 5, 1)) == "hello"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_spawned_first_paint(tiny_db: Path) -> None:
+    out = tui_bench.first_paint_spawned(tiny_db, tiny_db.parent, 1)
+    assert out["documents_on_screen_s"][0] is not None, out["runs"][0]["pane"]
+    assert out["python_print_floor_s"][0] is not None
