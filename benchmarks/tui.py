@@ -52,7 +52,8 @@ settled; between queries the box is emptied and the area goes back to
 * **loop stall**: the longest time the event loop was blocked during each phase
   (a 5 ms asyncio ticker measures its own lateness). ``--find-stalls`` adds a
   watchdog thread that samples the loop thread's stack whenever the ticker is
-  more than 30 ms late and prints the sampled frames (what blocked the loop).
+  more than 30 ms late and prints the sampled frames (what blocked the loop),
+  and times every garbage collection per generation (``gc.callbacks``).
 
 ``--rounds`` repeats the in-process measurement and the spawns alternately
 (spawn, in-process, spawn, ...) so a noisy neighbour on the shared cores shows
@@ -67,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -160,6 +162,8 @@ class LoopWatch:
         self._sample_after = sample_after
         self._stop = threading.Event()
         self._loop_thread = threading.get_ident()
+        self.gc_pauses: dict[int, tuple[int, float]] = {}  # generation: (count, longest s)
+        self._gc_started = 0.0
 
     async def _tick(self) -> None:
         period = self.PERIOD
@@ -186,12 +190,23 @@ class LoopWatch:
                         f"    {Path(f.filename).name}:{f.lineno} {f.name}" for f in stack)] += 1
                 sampled_at = now
 
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        """``gc.callbacks``: time every collection (a full one can stall the loop)."""
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._gc_started
+        gen = info.get("generation", -1)
+        n, worst = self.gc_pauses.get(gen, (0, 0.0))
+        self.gc_pauses[gen] = (n + 1, max(worst, took))
+
     def start(self) -> None:
-        """Start ticking (on the running loop) and, if asked, the watchdog."""
+        """Start ticking (on the running loop) and, if asked, the watchdog and GC timing."""
         self._loop_thread = threading.get_ident()
         self._task = asyncio.get_running_loop().create_task(self._tick())
         if self._sample:
             threading.Thread(target=self._watchdog, daemon=True, name="stall-watchdog").start()
+            gc.callbacks.append(self._gc)
 
     def reset(self) -> float:
         """The worst lateness since the last reset (seconds); starts a new phase."""
@@ -202,6 +217,8 @@ class LoopWatch:
     def stop(self) -> None:
         """Stop the ticker and the watchdog."""
         self._stop.set()
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
         if self._task is not None:
             self._task.cancel()
 
@@ -487,6 +504,8 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     out["tap_ms_per_frame"] = round(tap.tap_seconds / max(1, len(tap.frames)) * 1000, 3)
     if find_stalls:
         out["stall_samples"] = [{"count": n, "stack": s} for s, n in watch.samples.most_common(8)]
+        out["gc_pauses"] = {f"gen{g}": {"count": n, "longest_ms": round(w * 1000, 1)}
+                            for g, (n, w) in sorted(watch.gc_pauses.items())}
     return out
 
 
@@ -703,6 +722,8 @@ def _print(result: dict[str, Any]) -> None:
               f"p95 {r['p95_ms']:.1f} ms  max {r['max_ms']:.1f} ms, "
               f"CPU {r['cpu_ms_per_query']} ms/query)")
     for r in result["rounds"]:
+        if "gc_pauses" in r:
+            print(f"garbage collections (count, longest): {r['gc_pauses']}")
         for s in r.get("stall_samples", []):
             print(f"stall sample x{s['count']}:\n{s['stack']}")
 

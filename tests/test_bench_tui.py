@@ -8,6 +8,7 @@ frames Textual renders and recognises the results on them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import shutil
 import sys
@@ -56,6 +57,35 @@ def test_measure_sees_every_phase_on_screen(tiny_db: Path) -> None:
         assert r["service_p50_ms"] > 0
     assert out["frames"] > 10 and out["terminal_bytes"] > 0
     assert "search_hybrid" not in out
+
+
+def test_loop_watch_times_garbage_collections_only_when_sampling() -> None:
+    async def run(sample: bool) -> tui_bench.LoopWatch:
+        watch = tui_bench.LoopWatch(sample=sample)
+        watch.start()
+        assert (watch._gc in gc.callbacks) is sample
+        gc.collect(2)
+        gc.collect(0)
+        await asyncio.sleep(0.02)
+        watch.stop()
+        assert watch._gc not in gc.callbacks
+        return watch
+
+    sampled = asyncio.run(run(True))
+    count, longest = sampled.gc_pauses[2]
+    assert count >= 1 and longest > 0
+    assert sampled.gc_pauses[0][0] >= 1
+    assert asyncio.run(run(False)).gc_pauses == {}
+
+
+def test_measure_find_stalls_reports_gc_pauses(tiny_db: Path) -> None:
+    out = asyncio.run(tui_bench.measure(tiny_db, 1, modes=("lexical",), detail_moves=1,
+                                        filters=("zz",), find_stalls=True))
+    assert out["search_lexical"]["missed"] == 0
+    assert isinstance(out["stall_samples"], list)
+    # A Textual run allocates enough for the youngest generation to be collected.
+    assert out["gc_pauses"]["gen0"]["count"] > 0
+    assert all(v["longest_ms"] >= 0 for v in out["gc_pauses"].values())
 
 
 def test_frame_tap_models_layout_and_chop_updates() -> None:
