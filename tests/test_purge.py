@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -195,9 +196,9 @@ def test_purge_with_a_reader_open_says_what_is_left(
 
 def test_secret_file_name_is_not_indexed_or_printed_by_search(
         tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path) -> None:
-    """A token used as a file name: the search projection (nodes, FTS vocabulary) and
-    search results carry the redacted name; the document row keeps the real path,
-    which is how the file on disk is found again (see the README's privacy notes)."""
+    """A token used as a file name: the document, its revisions, the search projection
+    (nodes, FTS vocabulary) and search results carry the redacted name with a keyed tag
+    (``memlens.core.names``); no byte of the database holds the name."""
     db = tmp_path / "names.db"
     svc = make_service(db)
     tree.write("MEMORY.md", "# Memory\n\n- notes on the registry\n")
@@ -213,8 +214,10 @@ def test_secret_file_name_is_not_indexed_or_printed_by_search(
                         " MATCH 'logical_path : redacted'").fetchall()[0][0] >= 1
     hits = svc.search("registry notes", mode="lexical", k=5).hits
     assert hits and all(SECRET not in h.path for h in hits)
-    assert any(h.path == "[REDACTED:github-token].md" for h in hits)
+    assert any(re.fullmatch(r"\[REDACTED:github-token\]~[0-9a-f]{10}\.md", h.path)
+               for h in hits)
     svc.close()
+    assert _leaks(db) == []
     out = run_cli("search", "registry notes", "--mode", "lexical", "--json", "--db", str(db),
                   env=ENV)
     assert out.returncode == 0 and SECRET not in out.stdout and BODY not in out.stdout

@@ -36,6 +36,7 @@ from . import chunker_choice
 from .chunker_choice import ChunkerChoice
 from .chunking import ChunkerConfig, chunk_markdown
 from .installkey import keyed_hash
+from .names import is_tagged, needs_new_name, stored_logical_path
 from .projection import delete_nodes
 from .redact import redact
 from .sources import (
@@ -54,6 +55,8 @@ from .store import (
     content_hash,
     find_document,
     live_documents_under,
+    rename_identity,
+    stored_names,
     write_create,
     write_delete,
     write_rename,
@@ -144,7 +147,7 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
     return PreparedFile(
         repository=sf.root.repository,
         logical_path=sf.logical_path,
-        source_path=str(sf.abs_path),
+        source_path=source_path_of(sf),
         source_root=str(sf.root.path),
         text=red,
         content_hash=content_hash(red),
@@ -157,15 +160,31 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
         chunks=result.chunks,
         front_matter=dict(result.front_matter),
         chunker=config,
+        read_path=str(sf.abs_path),
     )
 
 
-def _vanished(doc: dict[str, object]) -> bool:
+def source_path_of(sf: SourceFile) -> str:
+    """The source path stored for a file: its absolute path, or, for a file whose name
+    holds a secret, its folder joined with the stored (redacted, tagged) logical path."""
+    return str(sf.root.path / sf.logical_path) if is_tagged(sf.logical_path) \
+        else str(sf.abs_path)
+
+
+TaggedLookup = Callable[[str], set[str]]
+
+
+def _vanished(doc: dict[str, object], tagged: TaggedLookup | None = None) -> bool:
     """True when the document's last source file is gone, or was replaced by a folder.
 
-    Any other failure to look (permissions, I/O) keeps the document: a delete needs
-    evidence, not an error."""
+    A document whose name held a secret stores no real path: ``tagged(source_root)``
+    gives the stored paths of the files now in that folder. Any other failure to look
+    (permissions, I/O) keeps the document: a delete needs evidence, not an error."""
     sp = doc.get("source_path")
+    lp = doc.get("logical_path")
+    if isinstance(lp, str) and is_tagged(lp) and tagged is not None:
+        root = doc.get("source_root")
+        return not isinstance(root, str) or lp not in tagged(root)
     if not isinstance(sp, str) or not sp:
         return True
     try:
@@ -180,16 +199,53 @@ def _vanished(doc: dict[str, object]) -> bool:
 Emit = Callable[[FileChange], None]
 
 
-def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[str]
+Trust = Callable[[SourceFile], bool]
+
+
+def _unchanged_under(live: dict[str, dict[str, Any]]) -> Trust:
+    """Files whose name need not be checked again: stored under that very name, from
+    that very path, and unchanged on disk since (the stat fast path's test). Names are
+    checked when a file is read, as its content is; ``memlens purge`` re-checks what is
+    stored. This keeps a no-change scan from running the redaction rules on every name."""
+    def trusted(sf: SourceFile) -> bool:
+        doc = live.get(sf.logical_path)
+        if doc is None or doc["source_path"] != str(sf.abs_path):
+            return False
+        try:
+            st = stat_file(sf.abs_path)
+        except SourceError:
+            return False
+        return bool(st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"])
+    return trusted
+
+
+def scan_stored(root: MemoryRoot, key: bytes, warnings: list[str] | None = None,
+                trusted: Trust | None = None) -> tuple[list[SourceFile], list[tuple[str, str]]]:
+    """:func:`memlens.core.sources.scan_root` with every logical path in its stored
+    form (:func:`memlens.core.names.stored_logical_path`); ``abs_path`` stays the real
+    file. A file ``trusted`` accepts keeps the name it was stored under.
+
+    Raises:
+        SourceError: the folder itself cannot be read.
+    """
+    files, errors = scan_root(root, warnings)
+    out = [f if (trusted is not None and trusted(f))
+           or (lp := stored_logical_path(f.logical_path, key)) == f.logical_path
+           else SourceFile(root=f.root, logical_path=lp, abs_path=f.abs_path) for f in files]
+    return out, [(stored_logical_path(rel, key), err) for rel, err in errors]
+
+
+def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[str],
+          key: bytes, trusted: Trust | None = None
           ) -> tuple[list[SourceFile], set[str]] | None:
-    """Scan ``root`` (limited to ``wanted``); emit scan errors.
+    """Scan ``root`` (limited to ``wanted``, stored logical paths); emit scan errors.
 
     Returns:
         The files and the logical paths that failed, or None when the root itself
         cannot be scanned (already reported).
     """
     try:
-        files, scan_errors = scan_root(root, warnings)
+        files, scan_errors = scan_stored(root, key, warnings, trusted)
     except SourceError as exc:
         emit(FileChange("failed", root.repository, ".", error=str(exc)))
         return None
@@ -216,7 +272,7 @@ def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]
         doc = live.get(sf.logical_path)
         config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
         try:
-            if doc is not None and doc["source_path"] == str(sf.abs_path):
+            if doc is not None and doc["source_path"] == source_path_of(sf):
                 st = stat_file(sf.abs_path)
                 if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
                     emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
@@ -325,24 +381,38 @@ def ingest_root(
         if on_change:
             on_change(ch)
 
-    wanted = set(only_paths) if only_paths is not None else None
-    scanned = _scan(root, wanted, emit, report.warnings)
+    wanted = {stored_logical_path(p, key) for p in only_paths} \
+        if only_paths is not None else None
+    # Documents of this folder, and of its repository read from another path (a moved
+    # or symlinked folder): those are deleted only when their old file is gone too.
+    live = {d["logical_path"]: d
+            for d in live_documents_under(conn, str(root.path), root.repository)}
+    scanned = _scan(root, wanted, emit, report.warnings, key, _unchanged_under(live))
     if scanned is None:
         return report
     files, errored = scanned
     seen: set[str] = {f.logical_path for f in files}
 
-    # Documents of this folder, and of its repository read from another path (a moved
-    # or symlinked folder): those are deleted only when their old file is gone too.
-    live = {d["logical_path"]: d
-            for d in live_documents_under(conn, str(root.path), root.repository)}
+    _rename_old_names(conn, root, live, seen, key, now)
+    # this scan already lists the folder (every path a vanished candidate can have)
+    tagged_cache: dict[str, set[str]] = {str(root.path): seen}
+
+    def tagged(source_root: str) -> set[str]:
+        if source_root not in tagged_cache:
+            try:
+                there = scan_stored(MemoryRoot(root.repository, Path(source_root)), key)[0]
+            except (SourceError, OSError):
+                there = []
+            tagged_cache[source_root] = {f.logical_path for f in there}
+        return tagged_cache[source_root]
     configs = chunker_choice.resolver(conn, root.repository, config)
     prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored,
                                 max_chunks)
 
     vanished = [
         d for p, d in live.items()
-        if p not in seen and p not in errored and (wanted is None or p in wanted) and _vanished(d)
+        if p not in seen and p not in errored and (wanted is None or p in wanted)
+        and _vanished(d, tagged)
     ]
     existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
                      for pf in prepared}
@@ -373,6 +443,25 @@ def ingest_root(
             return report
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
+
+
+def _rename_old_names(conn: apsw.Connection, root: MemoryRoot, live: dict[str, dict[str, Any]],
+                      seen: set[str], key: bytes, now: Clock) -> None:
+    """Documents stored before secret file names were redacted, whose file this scan
+    found under its stored name: renamed in place (no revision), so they keep their
+    history instead of being deleted and created again."""
+    for old, d in list(live.items()):
+        if old in seen:
+            continue
+        new = needs_new_name(old, key)
+        if new is None or new not in seen or new in live:
+            continue
+        names = {p: n for p in stored_names(conn, int(d["id"]))
+                 if (n := needs_new_name(p, key)) is not None}
+        names[old] = new
+        src = str(root.path / new)
+        if rename_identity(conn, int(d["id"]), names, src, now()):
+            live[new] = {**live.pop(old), "logical_path": new, "source_path": src}
 
 
 DEFAULT_MAX_CHUNKS_PER_FILE = 5000

@@ -369,7 +369,8 @@ class MemoryService(ServiceReads):
         """Redact everything stored again with the current rules, then leave no byte behind.
 
         Every document's content, every revision's snapshot, diff and summary, and the
-        chunks are re-redacted; documents where something more was found lose their
+        chunks are re-redacted, and paths stored before secret file names were
+        redacted get their stored (redacted, tagged) form; documents where something more was found lose their
         projection and the cached vectors of the old text, are re-chunked and
         re-projected. Then the FTS index is merged, the WAL checkpointed and the file
         VACUUMed with ``secure_delete`` on, so a secret caught late is gone from the
@@ -382,7 +383,7 @@ class MemoryService(ServiceReads):
         from .embedding import EmbedderUnavailable
         from .redact import redact
         from .store import document_ids
-        from .store_purge import reredact_document
+        from .store_purge import rename_secret_names, reredact_document
 
         conn = self._writable()
         conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
@@ -393,8 +394,12 @@ class MemoryService(ServiceReads):
         ids = document_ids(conn)
         changed: list[int] = []
         revisions = chunks = 0
+        key = self.install_key()
         for d in ids:
+            renamed = rename_secret_names(conn, d, key, self.clock())
             r = reredact_document(conn, d, red, self.clock(), unproject=proj.drop_projection)
+            if renamed and not (r.document or r.revisions or r.chunks or r.reprojected):
+                changed.append(d)  # queued for new nodes by the rename
             revisions += r.revisions
             chunks += r.chunks
             if r.document or r.revisions or r.chunks or r.reprojected:

@@ -142,8 +142,8 @@ class ServiceReads(ServiceBase):
         chunk ``ordinal`` of the document's current revision is used. None when the
         document or the chunk is gone."""
         conn = self.conn()
-        doc = dbm.rows(conn, "SELECT repository, logical_path, source_path, current_revision_id"
-                       " FROM memory_documents WHERE id=?", (document_id,))
+        doc = dbm.rows(conn, "SELECT repository, logical_path, source_path, source_root,"
+                       " current_revision_id FROM memory_documents WHERE id=?", (document_id,))
         if not doc:
             return None
         if chunk_id is not None:
@@ -159,10 +159,29 @@ class ServiceReads(ServiceBase):
         line = str(snap or "")[: int(c["start_char"])].count("\n") + 1
         src = doc[0]["source_path"]
         file = Path(src) if src and Path(src).is_file() else None
+        if file is None and doc[0]["source_root"]:
+            file = self._tagged_file(doc[0]["repository"], doc[0]["source_root"],
+                                     doc[0]["logical_path"])
         return HitSource(repository=doc[0]["repository"], path=doc[0]["logical_path"],
                          ordinal=int(c["ordinal"]),
                          heading_path=tuple(json.loads(c["heading_path"] or "[]")),
                          text=c["text"], line=line, file=file)
+
+    def _tagged_file(self, repository: str, source_root: str, logical_path: str) -> Path | None:
+        """The file on disk of a document whose name held a secret (stored redacted and
+        tagged, :mod:`memlens.core.names`): found by scanning its folder again."""
+        from .ingest import scan_stored
+        from .installkey import InstallKeyError
+        from .names import is_tagged
+        from .sources import MemoryRoot, SourceError
+
+        if not is_tagged(logical_path):
+            return None
+        try:
+            files = scan_stored(MemoryRoot(repository, Path(source_root)), self.install_key())[0]
+        except (SourceError, OSError, InstallKeyError):
+            return None
+        return next((f.abs_path for f in files if f.logical_path == logical_path), None)
 
     def search_facets(self) -> tuple[list[str], list[str]]:
         """Repositories and document types (front matter ``type``) of live documents,

@@ -54,10 +54,11 @@ def _verify_unchanged(pf: PreparedFile) -> None:
     Without this, a slow process could overwrite a newer revision stored by another
     process with the older text it read earlier.
     """
-    if not pf.source_path:
+    path = pf.read_path or pf.source_path
+    if not path:
         return
     try:
-        st = os.stat(pf.source_path)
+        st = os.stat(path)
     except OSError:
         raise SourceChanged("file vanished while being ingested; it will be read again") from None
     if st.st_size != pf.size or (pf.mtime_ns >= 0 and st.st_mtime_ns != pf.mtime_ns):
@@ -80,6 +81,7 @@ class PreparedFile:
     chunks: Sequence[Chunk]
     front_matter: dict[str, str]
     chunker: ChunkerConfig
+    read_path: str = ""  # the file on disk, when source_path is a stored (redacted) name
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> tuple[str, bool]:
@@ -374,6 +376,48 @@ def write_rename(conn: apsw.Connection, doc_id: int, pf: PreparedFile, now: floa
         faults.checkpoint("store.document")
         # Node rows carry the path; they are rebuilt by the projection swap.
         _record_revision(conn, doc_id, "rename", pf, now, previous_path=old_path)
+
+
+def rename_identity(conn: apsw.Connection, doc_id: int, names: dict[str, str],
+                    new_source_path: str | None, now: float) -> bool:
+    """Rewrite paths stored before secret file names were redacted
+    (:mod:`memlens.core.names`), in place and without a revision.
+
+    Each ``old: new`` pair in ``names`` is replaced in the document's row (when it is
+    the document's path; ``new_source_path`` then replaces the source path) and in
+    every revision's path, previous path, diff and summary; a live document is queued
+    so its search nodes are rebuilt with the new path. Returns False (nothing changed)
+    when another document of the repository already has the new path."""
+    with write_txn(conn):
+        doc = get_document(conn, doc_id)
+        if doc is None:
+            return False
+        old = str(doc["logical_path"])
+        new_path = names.get(old)
+        if new_path is not None and new_path != old:
+            if find_document(conn, doc["repository"], new_path) is not None:
+                return False
+            conn.execute("UPDATE memory_documents SET logical_path=?, source_path=? WHERE id=?",
+                         (new_path, new_source_path, doc_id))
+        for before, after in names.items():
+            conn.execute(
+                "UPDATE memory_revisions SET logical_path=replace(logical_path, ?1, ?2),"
+                " previous_path=replace(previous_path, ?1, ?2), diff=replace(diff, ?1, ?2),"
+                " summary=replace(summary, ?1, ?2) WHERE document_id=?3",
+                (before, after, doc_id))
+        if doc["tombstoned_at"] is None:
+            _queue_projection(conn, doc_id, now)
+    return True
+
+
+def stored_names(conn: apsw.Connection, doc_id: int) -> set[str]:
+    """Every path one document's rows name: its own and its revisions' (previous) paths."""
+    out = {str(r[0]) for r in conn.execute(
+        "SELECT logical_path FROM memory_documents WHERE id=?1 UNION"
+        " SELECT logical_path FROM memory_revisions WHERE document_id=?1 UNION"
+        " SELECT previous_path FROM memory_revisions WHERE document_id=?1"
+        " AND previous_path IS NOT NULL", (doc_id,))}
+    return out
 
 
 def write_delete(conn: apsw.Connection, doc_id: int, now: float,

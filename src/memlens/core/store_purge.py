@@ -18,6 +18,7 @@ import apsw
 from . import faults
 from .chunking import Chunk, ChunkerConfig
 from .db import pack_text, rows, scalar, write_txn
+from .names import name_tag, needs_new_name
 from .redact import redact_path
 from .store import (
     _queue_projection,
@@ -26,7 +27,36 @@ from .store import (
     get_document,
     insert_chunks,
     prune_unused_chunks,
+    rename_identity,
+    stored_names,
 )
+
+
+def rename_secret_names(conn: apsw.Connection, doc_id: int, key: bytes, now: float) -> bool:
+    """Give a document stored before secret file names were redacted its stored names
+    (:func:`memlens.core.names.stored_logical_path`) in its row and every revision's
+    path, previous path, diff and summary; returns whether anything was renamed.
+
+    When a later ingest already created a document under the new name, this one keeps
+    its own history under a tag of its own (the raw name goes either way)."""
+    names = {p: n for p in stored_names(conn, doc_id) if (n := needs_new_name(p, key))}
+    if not names:
+        return False
+    doc = get_document(conn, doc_id)
+    if doc is None:
+        return False
+    lp = str(doc["logical_path"])
+    root = doc["source_root"]
+
+    def source(path: str) -> str | None:
+        return f"{str(root).rstrip('/')}/{path}" if root else None
+
+    new = names.get(lp)
+    if rename_identity(conn, doc_id, names, source(new) if new else doc["source_path"], now):
+        return True
+    assert new is not None  # only the document's own path can be taken
+    alt = new.replace(name_tag(lp, key), name_tag(f"{lp}#{doc_id}", key))
+    return rename_identity(conn, doc_id, {**names, lp: alt}, source(alt), now)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from watchfiles import Change
 
 from . import db as dbm
 from .ingest import FileChange
+from .names import stored_folder
 from .projection import ProjectionReport
 from .sources import (
     MemoryRoot,
@@ -108,6 +109,7 @@ class WatchConsumer(WatcherBase):
         return best
 
     def _has_docs_under(self, root: MemoryRoot, rel: str) -> bool:
+        rel = stored_folder(rel)  # a folder named by a secret is stored redacted
         lo = rel + "/"
         hi = rel + "0"  # '0' sorts right after '/'
         try:
