@@ -102,6 +102,12 @@ def test_frame_tap_models_layout_and_chop_updates() -> None:
     tap._apply(ChopsUpdate([{}, {2: Strip([Segment("日x")])}, {}], [(1, 2, 4)], [[], [5], []]))
     assert tap.text((0, 1, 6, 1)) == "ab日  "
     assert tap.text((0, 0, 5, 1)) == "hello"
+    # Kept frames must not be work for the measured app's garbage collector.
+    rows = tap.snapshot()
+    assert tap.text((0, 1, 6, 1), rows) == "ab日  "
+    gc.collect()  # untracks the rows; the outer tuple goes on the next collection
+    gc.collect()
+    assert not gc.is_tracked(rows) and not any(gc.is_tracked(r) for r in rows)
 
 
 @pytest.mark.slow
