@@ -263,11 +263,11 @@ def _scan_line_local(text: str, fast: str, out: list[_Candidate]) -> list[tuple[
     _scan_tokens(text, fast, out)
     _scan_url_passwords(text, fast, out)
     _scan_azure_client_secrets(text, fast, out)
-    _scan_random(text, fast, out)
+    hexes = _scan_random(text, fast, out)
     scan_entropy(text, fast, out)
     # bytes.lower() folds ASCII letters only (fast, and one character per character).
     low = fast.encode("latin-1").lower().decode("latin-1")
-    _scan_folded(text, low, markers, out)
+    _scan_folded(text, low, markers, out, hexes)
     return markers
 
 

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from .redact_keyed import scan_keyed
 from .redact_rules import (
     _CODE_REF_RE,
     _PATH_RE,
@@ -116,7 +117,7 @@ _ASSIGN = re.compile(
     (?:
         (?: [\ \t]* \( [^()\r\n]{0,40} \) )?
         [\ \t]{0,16}+
-        (?P<op> := | => | == | = | :(?!:) )
+        (?P<op> :{2,3}= | \?= | := | => | == | = | :(?!:) )
         [\ \t]{0,16}+
         (?: \*\* | __ )?
         [\ \t]{0,16}+
@@ -408,12 +409,17 @@ def _scan_assignments(
 
 
 def _scan_folded(
-    text: str, low: str, markers: Sequence[tuple[int, int]], out: list[_Candidate]
+    text: str,
+    low: str,
+    markers: Sequence[tuple[int, int]],
+    out: list[_Candidate],
+    hexes: Sequence[tuple[int, int]] = (),
 ) -> None:
     """Run every lowercased-text detector, in priority order, on ``low`` (= ``text.lower()``).
 
     ``markers`` are the spans of markers already in the text: an assignment whose
-    key lies inside one is not a new secret.
+    key lies inside one is not a new secret. ``hexes`` are the hex tokens
+    `_scan_random` saw.
     """
     _scan_aws_secrets(text, low, out)
     _scan_bearer(text, low, out)
@@ -426,6 +432,7 @@ def _scan_folded(
     _scan_prose_passwords(text, low, out)
     _scan_cli_flags(text, low, out)
     _scan_assignments(text, low, markers, out)
+    scan_keyed(text, low, out, hexes)
 
 
 def _decodes_to_credentials(blob: str) -> bool:
@@ -484,7 +491,7 @@ def _random_enough(tok: str) -> bool:
     return not _looks_fake(tok)
 
 
-def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
+def _scan_random(text: str, fast: str, out: list[_Candidate]) -> list[tuple[int, int]]:
     """Standalone tokens of 24+ characters mixing upper case, lower case and digits.
 
     Hex-only runs (git SHAs, digests) and identifiers made of words
@@ -492,14 +499,23 @@ def _scan_random(text: str, fast: str, out: list[_Candidate]) -> None:
     separated part must be long (16+, or 10+ for a token under 32 characters),
     and the whole needs entropy >= 4. A token under 32 characters needs entropy
     >= 3.8 and less than 40% of it in word-like runs (``[A-Z]?[a-z]{3,}``).
+
+    Returns:
+        The spans of the 32-, 40- and 64-digit hex tokens seen (kept here), for
+        `memlens.core.redact_keyed`'s check of hex after a cue word.
     """
+    hexes: list[tuple[int, int]] = []
     for m in _RANDOM_TOKEN.finditer(fast):
-        if not _random_enough(text[m.start() : m.end()]):
+        tok = text[m.start() : m.end()]
+        if not _random_enough(tok):
+            if len(tok) in (32, 40, 64) and _is_digest(tok):
+                hexes.append(m.span())
             continue
         s, e = m.span()
         if e - s >= 60 and (s == 0 or fast[s - 1] == "\n") and (e == len(fast) or fast[e] == "\n"):
             continue  # a whole 64/76-column line: base64 body (certificate, key, blob)
         out.append((s, e, _PRIO_RANDOM, "random-token"))
+    return hexes
 
 
 # Azure AD client secrets: three characters, a digit, "Q~", then 31-34 more ------
