@@ -2,7 +2,8 @@
 
 ``python -m memlens.core.redact_eval --evaluate FILE.jsonl`` (or the historical
 ``python -m memlens.core.redact --evaluate ...``, which delegates here) prints
-recall and precision; ``--by family,context`` breaks them down per group.
+recall and precision; ``--by family,context`` breaks them down per group
+(``--by group,context`` per the lines' optional ``group`` field).
 ``python -m memlens.core.redact_eval FILE`` redacts a file to stdout.
 """
 
@@ -29,6 +30,8 @@ class LabelledExample:
         secret: The exact secret substring of ``text`` (``None`` for look-alikes).
         format: The credential format (or look-alike family).
         label: ``"secret"`` or ``"lookalike"``.
+        group: An optional class of the example (``prefixed``/``bare`` in the
+            generated gitleaks set), ``""`` when the line names none.
     """
 
     id: str
@@ -36,6 +39,7 @@ class LabelledExample:
     secret: str | None
     format: str
     label: str
+    group: str = ""
 
 
 def load_labelled(path: Path) -> list[LabelledExample]:
@@ -70,7 +74,11 @@ def load_labelled(path: Path) -> list[LabelledExample]:
             raise ValueError(f"{path}:{lineno}: label must be 'secret' or 'lookalike'")
         if raw["label"] == "secret" and (not secret or secret not in text):
             raise ValueError(f"{path}:{lineno}: secret missing from text")
-        examples.append(LabelledExample(raw["id"], text, secret, raw["format"], raw["label"]))
+        examples.append(
+            LabelledExample(
+                raw["id"], text, secret, raw["format"], raw["label"], str(raw.get("group", ""))
+            )
+        )
     return examples
 
 
@@ -190,18 +198,20 @@ class GroupScore:
 
 
 _GROUP_FIELDS = ("family", "context")
+_ALL_FIELDS = (*_GROUP_FIELDS, "group")
 
 
 def _fields(ex: LabelledExample) -> dict[str, str]:
-    """``family`` and ``context`` of an example: ``format`` is ``family/context``.
+    """``family``, ``context`` and ``group`` of an example: ``format`` is ``family/context``.
 
     A format without ``/`` (the internal set) is its own family, and its context
-    is ``secret`` or ``fp`` after the label.
+    is ``secret`` or ``fp`` after the label. ``group`` is the line's ``group``
+    field, ``-`` when it has none.
     """
     family, sep, context = ex.format.rpartition("/")
     if not sep:
         family, context = ex.format, ("secret" if ex.label == "secret" else "fp")
-    return {"family": family, "context": context}
+    return {"family": family, "context": context, "group": ex.group or "-"}
 
 
 def score_groups(
@@ -211,15 +221,15 @@ def score_groups(
 
     Args:
         examples: Examples as returned by `load_labelled`.
-        by: Names among ``family`` and ``context``.
+        by: Names among ``family``, ``context`` and ``group``.
 
     Returns:
         The score of each group, keyed by the tuple of its field values.
     """
     from .redact import redact  # late: redact.py re-exports this module's names
 
-    if not by or any(name not in _GROUP_FIELDS for name in by):
-        raise ValueError(f"group by one or more of {_GROUP_FIELDS}, not {tuple(by)}")
+    if not by or any(name not in _ALL_FIELDS for name in by):
+        raise ValueError(f"group by one or more of {_ALL_FIELDS}, not {tuple(by)}")
     handled: Counter[tuple[str, ...]] = Counter()
     total: Counter[tuple[str, ...]] = Counter()
     for ex in examples:
@@ -259,7 +269,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--by",
         metavar="FIELDS",
-        help="with --evaluate: share handled per group, e.g. 'context' or 'family,context'",
+        help="with --evaluate: share handled per group, e.g. 'context', 'family,context' "
+        "or 'group,context' (group: a line's 'group' field, e.g. prefixed/bare)",
     )
     args = parser.parse_args(argv)
     if args.evaluate is not None and args.by:
