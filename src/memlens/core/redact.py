@@ -35,7 +35,7 @@ databricks-token     ``dapi...``
 digitalocean-token   ``dop_v1_`` ``doo_v1_`` ``dor_v1_``
 shopify-token        ``shpat_`` ``shpss_`` ``shpca_`` ``shppa_``
 age-secret-key       ``AGE-SECRET-KEY-1...``
-mailgun-key          ``key-`` + 32 hex
+mailgun-key          ``key-`` + 32 hex, ``pubkey-`` + 32 hex
 linear-key           ``lin_api_...``
 atlassian-token      ``ATATT3...`` Atlassian API tokens
 onepassword-token    ``ops_eyJ...`` 1Password service-account tokens
@@ -54,6 +54,38 @@ postman-key          ``PMAK-<24 hex>-<34 hex>``
 sentry-token         ``sntrys_`` and ``sntryu_`` tokens
 intra42-secret       42 Intra ``s-s4t2ud-`` / ``s-s4t2af-`` + 64 hex
 octopus-key          Octopus Deploy ``API-`` + 26 upper case letters and digits
+onepassword-secret   1Password secret key ``A3-XXXXXX-...`` (six dash-separated groups)
+airtable-token       ``pat`` + 14 + ``.`` + 64 hex
+alibaba-key          ``LTAI`` + 20 (letters and digits)
+authress-key         ``sc_`` ``ext_`` ``scauth_`` ``authress_`` + ``<id>.<id>.acc_...``
+braintree-token      ``access_token$production$<16>$<32 hex>`` (or ``$sandbox$``)
+buildkite-token      ``bkua_`` + 40 hex
+cloudflare-ca-key    Cloudflare origin CA key ``v1.0-<24 hex>-<146 hex>``
+defined-net-token    Defined Networking ``dnkey-<26>-<52>``
+dropbox-token        ``sl.`` + 135 or more; long-lived ``<11>AAAAAAAAAA<43>``
+duffel-token         ``duffel_live_`` / ``duffel_test_`` + 43
+dynatrace-token      ``dt0c01.<24>.<64>``
+flutterwave-key      ``FLWSECK`` / ``FLWPUBK`` (``_TEST``) + ``-`` + 12 or 32 + ``-X``
+frameio-token        ``fio-u-`` + 64
+gitlab-session       the value of ``_gitlab_session=`` (32 lower case and digits)
+gocardless-token     ``live_`` + 40 (random-looking)
+harness-token        ``pat.`` / ``sat.`` + ``<22>.<24>.<20>``
+infracost-token      ``ico-`` + 32 (upper and lower case and digits)
+launchdarkly-key     ``api-`` / ``sdk-`` + a UUID
+lob-key              ``live_`` / ``test_`` + 35 hex, ``live_pub_`` / ``test_pub_`` + 31 hex
+mailchimp-key        32 hex + ``-us`` + the data-centre number
+mapbox-token         ``pk.`` / ``sk.`` + 40 or more + ``.`` + 22
+newrelic-key         ``NRAK-`` + 27, ``NRII-`` + 32, ``NRJS-`` + 19 hex
+plaid-token          ``access-(sandbox|development|production)-<uuid>``
+planetscale-token    ``pscale_tkn_`` ``pscale_pw_`` ``pscale_oauth_`` + 32-64
+rubygems-token       ``rubygems_`` + 48 hex
+settlemint-token     ``sm_aat_`` ``sm_pat_`` ``sm_sat_`` + 16
+sonarqube-token      ``squ_`` ``sqp_`` ``sqa_`` + 40
+square-token         Square OAuth secret ``sq0csp-`` + 43
+telegram-bot-token   Telegram bot token ``<5-16 digits>:A`` + 34
+terraform-token      Terraform Cloud ``<14>.atlasv1.<60-70>`` (from ``atlasv1.`` on)
+typeform-token       ``tfp_`` + 59
+yandex-token         Yandex Cloud IAM token ``t1.<...>.<86>``
 azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
                      ``Q~``, then 31-34 characters
 random-token         fallback: a standalone 32+ character token mixing upper,

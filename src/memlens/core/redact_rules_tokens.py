@@ -2,7 +2,9 @@
 
 The rules themselves live in family modules: `redact_rules_cloud` (cloud and
 infrastructure), `redact_rules_dev` (code hosting, registries, developer
-tools) and `redact_rules_saas` (chat, payments, messaging, AI). Earlier rules
+tools), `redact_rules_saas` (chat, payments, messaging, AI) and
+`redact_rules_vendors` (vendors found missing on gitleaks-generated samples,
+issue 16). Earlier rules
 win when spans overlap; prefixes differ between families, so the order between
 families only decides the kind named for a merged span.
 """
@@ -17,6 +19,7 @@ from .redact_rules import _ALNUM_DASH, _Candidate, _rule, _TokenRule
 from .redact_rules_cloud import CLOUD_RULES
 from .redact_rules_dev import DEV_RULES
 from .redact_rules_saas import SAAS_RULES
+from .redact_rules_vendors import ANCHORED_RULES, VENDOR_RULES, scan_anchored
 
 
 def _jwt_ok(secret: str) -> bool:
@@ -36,8 +39,15 @@ _JWT_RULE = _rule(
     check=_jwt_ok,
 )
 
-# Order is priority: when spans overlap, the earlier rule names the finding.
-_TOKEN_RULES: tuple[_TokenRule, ...] = (*CLOUD_RULES, *DEV_RULES, *SAAS_RULES, _JWT_RULE)
+# Order is priority: when spans overlap, the earlier rule names the finding. The
+# vendor rules share the JWT rule's priority (their prefixes overlap no other
+# rule's; a Mapbox ``sk.eyJ...`` starts before the JWT inside it, and on a tie the
+# earlier span names the finding), so that every priority stays below
+# `redact_rules._PRIO_URL` and the older rules keep theirs.
+_BASE_RULES: tuple[_TokenRule, ...] = (*CLOUD_RULES, *DEV_RULES, *SAAS_RULES)
+_PREFIX_RULES: tuple[_TokenRule, ...] = (*_BASE_RULES, _JWT_RULE, *VENDOR_RULES)
+# Every token rule; the anchored ones (`redact_rules_vendors.scan_anchored`) last.
+_TOKEN_RULES: tuple[_TokenRule, ...] = (*_PREFIX_RULES, *ANCHORED_RULES)
 
 _PRIO_TOKEN = 10
 
@@ -49,9 +59,10 @@ def _group_rules() -> tuple[tuple[re.Pattern[str], tuple[tuple[int, _TokenRule],
     tried one by one only where their group matched.
     """
     groups: dict[str, list[tuple[int, _TokenRule]]] = {}
-    for prio, rule in enumerate(_TOKEN_RULES, start=_PRIO_TOKEN):
+    for i, rule in enumerate(_PREFIX_RULES):
+        prio = _PRIO_TOKEN + min(i, len(_BASE_RULES))
         first = rule.regex.pattern[0]
-        assert first.isalnum(), rule.regex.pattern  # heads start with a literal
+        assert first.isalnum() or first == "_", rule.regex.pattern  # heads start with a literal
         groups.setdefault(first, []).append((prio, rule))
     return tuple(
         (re.compile("|".join(r.regex.pattern.replace("(?P<s>", "(?:") for _, r in rules)), tuple(rules))
@@ -73,3 +84,4 @@ def _scan_tokens(text: str, fast: str, out: list[_Candidate]) -> None:
                 s, e = m.span(rule.group) if rule.group else m.span()
                 if rule.check is None or rule.check(text[s:e]):
                     out.append((s, e, prio, rule.kind))
+    scan_anchored(text, fast, out, _PRIO_TOKEN + len(_BASE_RULES))
