@@ -4,6 +4,7 @@ Usage::
 
     uv run python benchmarks/projection.py [--files 10000] [--embedder static] [--repeat 3]
         [--cache /tmp/memlens-projection-bench] [--json]
+        [--reads 5 [--compare-src OLD/src --compare-db OLD-CACHE/run-memlens.db]]
 
 The corpus is ``benchmarks/chunking.py``'s deterministic generator (first ``--files``
 files); it is ingested once (``project=False``) into a base database cached under
@@ -15,7 +16,9 @@ files); it is ingested once (``project=False``) into a base database cached unde
 
 Wall and CPU (``time.process_time``) are reported as medians with the ratio
 memlens / floor of the same repeat. Target: ratio <= 1.3. The last memlens database
-is broken down per table with SQLite's ``dbstat`` virtual table.
+is broken down per table with SQLite's ``dbstat`` virtual table. With ``--reads`` it is
+then read in child processes (:func:`read_round`), interleaved with the same reads by
+another memlens (``--compare-src``) of the database that one projected.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,7 +116,7 @@ def run_memlens(db: Path, emb: Embedder) -> tuple[float, float, int]:
 def run_floor(db: Path, emb: Embedder) -> tuple[float, float, int]:
     """The same rows in one transaction after one embed call (no claim, cache or prune)."""
     from memlens.core import projection as proj
-    from memlens.core.db import ensure_vector_space, vec_table_name
+    from memlens.core.db import ensure_vector_space, pack_text, vec_table_name
 
     svc = _service(db, emb)
     try:
@@ -138,9 +142,9 @@ def run_floor(db: Path, emb: Embedder) -> tuple[float, float, int]:
         for (d, cid, ordinal, head), text, v in zip(chunks, texts, vecs, strict=True):
             conn.execute(
                 "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
-                " logical_path, heading, text, doc_type, vector_space, created_at)"
+                " logical_path, heading, text_z, doc_type, vector_space, created_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (d[0], d[1], ordinal, d[2], d[3], head, text, d[4], space, 1.0))
+                (d[0], d[1], ordinal, d[2], d[3], head, pack_text(text), d[4], space, 1.0))
             nid = conn.last_insert_rowid()
             conn.execute(f"INSERT INTO {vt}(node_id, embedding, repository, doc_type)"
                          " VALUES (?,?,?,?)", (nid, v.tobytes(), d[2], d[4] or ""))
@@ -168,6 +172,66 @@ def dbstat(db: Path, emb: Embedder) -> list[tuple[str, int]]:
         svc.close()
 
 
+def read_round(db: Path, corpus: Path, emb: Embedder) -> dict[str, float]:
+    """One round of reads of a projected database in a fresh process (wall and CPU
+    seconds): a no-op re-ingest of the corpus (every file unchanged), the document list
+    (``memlens docs``), the detail with content of every live document (what ``memlens
+    search``/the MCP read tool/the TUI show of one) and every document's revisions
+    (``memlens history``)."""
+    out: dict[str, float] = {}
+
+    def timed(name: str, fn: Any) -> Any:
+        w, c = time.perf_counter(), time.process_time()
+        res = fn()
+        out[f"{name}_wall"] = time.perf_counter() - w
+        out[f"{name}_cpu"] = time.process_time() - c
+        return res
+
+    svc = _service(db, emb)
+    try:
+        rep = timed("noop_ingest", lambda: svc.ingest(roots_for_path(corpus)))
+        changed = [c for c in rep.report.changes if c.kind != "unchanged"]
+        if changed:
+            raise SystemExit(f"the re-ingest was not a no-op: {changed[:3]}")
+        docs = timed("docs", svc.list_documents)
+        ids = [d.id for d in docs]
+        chars = timed("detail", lambda: sum(len(svc.detail(i).content) for i in ids))
+        timed("history", lambda: sum(len(svc.revisions(i)) for i in ids))
+        out["documents"], out["chars"] = len(ids), chars
+    finally:
+        svc.close()
+    return out
+
+
+def compare_reads(a: argparse.Namespace, db: Path, corpus: Path) -> dict[str, Any]:
+    """``--reads`` rounds of :func:`read_round`, each in a child process, interleaved
+    with rounds of ``--compare-src`` (another memlens, e.g. the previous schema) on
+    ``--compare-db`` (a database it projected from the same corpus)."""
+    sides: list[tuple[str, str | None, Path]] = [("this", None, db)]
+    if a.compare_src:
+        sides.append(("compare", a.compare_src, Path(a.compare_db)))
+    got: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in sides}
+    for i in range(a.reads):
+        for name, src, path in (sides if i % 2 == 0 else sides[::-1]):
+            env = dict(os.environ)
+            if src:
+                env["PYTHONPATH"] = src
+            proc = subprocess.run(
+                [sys.executable, __file__, "--read-child", str(path), "--files", str(a.files),
+                 "--cache", a.cache, "--embedder", a.embedder],
+                env=env, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise SystemExit(f"read round ({name}) failed: {proc.stderr[-2000:]}")
+            got[name].append(json.loads(proc.stdout))
+            if not a.json:
+                r = got[name][-1]
+                print(f"reads {name}: " + " ".join(
+                    f"{k}={v:.3f}" for k, v in r.items() if k.endswith(("_wall", "_cpu"))),
+                    flush=True)
+    return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+            for name, rs in got.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=10_000)
@@ -175,11 +239,20 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cache", default="/tmp/memlens-projection-bench")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--reads", type=int, default=0,
+                    help="rounds of read latency on the projected database (child processes)")
+    ap.add_argument("--compare-src", help="with --reads: interleave rounds of the memlens at"
+                    " this src folder (PYTHONPATH), e.g. an older schema")
+    ap.add_argument("--compare-db", help="with --compare-src: the database it projected")
+    ap.add_argument("--read-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
     emb = make_embedder(a.embedder, {})
     corpus, src_bytes = _corpus(cache, a.files)
+    if a.read_child:
+        print(json.dumps(read_round(Path(a.read_child), corpus, emb)))
+        return 0
     base = _base(cache, corpus, emb)
     runs: list[dict[str, float]] = []
     nodes = 0
@@ -209,6 +282,8 @@ def main() -> int:
               "embedder": emb.fingerprint(), "repeat": a.repeat, "median": med, "runs": runs,
               "db_bytes": total, "db_over_source": total / src_bytes, "dbstat": tables,
               "target_ratio": TARGET_RATIO}
+    if a.reads:
+        report["reads"] = compare_reads(a, cache / "run-memlens.db", corpus)
     if a.json:
         print(json.dumps(report, indent=2))
     else:
@@ -218,6 +293,9 @@ def main() -> int:
         print(f"db={total / 1e6:.2f} MB = {total / src_bytes:.2f}x source")
         for name, b in tables:
             print(f"| {name} | {b / 1e6:.2f} MB | {100 * b / total:.1f} % |")
+        for side, med_r in report.get("reads", {}).items():
+            print(f"reads {side} (median of {a.reads}): " + " ".join(
+                f"{k}={v:.3f}" for k, v in med_r.items()))
     return 0
 
 

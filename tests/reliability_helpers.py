@@ -40,6 +40,7 @@ from memlens.core import db as dbm
 from memlens.core import faults
 from memlens.core import search as search_mod
 from memlens.core.config import load_settings
+from memlens.core.db_schema import DOC_CONTENT_SQL
 from memlens.core.embedding import make_embedder
 from memlens.core.service import MemoryService
 from memlens.core.sources import MemoryRoot, roots_for_path
@@ -176,8 +177,8 @@ def doc_fragments(conn: apsw.Connection, embedder: Any = None,
         if embedder is not None:
             vec[p] = _search_by_doc(conn, p, "vector", embedder)
     out: dict[str, dict[str, Any]] = {}
-    for d in dbm.rows(conn, "SELECT d.*, cr.seq AS cur_seq, ar.seq AS act_seq"
-                      " FROM memory_documents d"
+    for d in dbm.rows(conn, "SELECT d.*, cr.seq AS cur_seq, ar.seq AS act_seq,"
+                      f" {DOC_CONTENT_SQL} AS content FROM memory_documents d"
                       " LEFT JOIN memory_revisions cr ON cr.id=d.current_revision_id"
                       " LEFT JOIN memory_revisions ar ON ar.id=d.active_revision_id"):
         did = int(d["id"])

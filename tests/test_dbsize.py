@@ -18,6 +18,7 @@ import numpy as np
 from memlens.core import db as dbm
 from memlens.core import projection_cache as ecache
 from memlens.core.chunking import ChunkerConfig
+from memlens.core.db_schema import DOC_CONTENT_SQL
 from memlens.core.embedding import make_embedder
 from memlens.core.sources import roots_for_path
 
@@ -62,18 +63,19 @@ def test_upgrade_from_v6_loses_nothing(tmp_path: Path, make_service: Any) -> Non
     shutil.copyfile(DATA / "dbsize_v6.db", db)
     want = json.loads((DATA / "dbsize_v6.json").read_text(encoding="utf-8"))
     conn = dbm.connect(db)
-    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION == 7
+    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION == 8
 
     def q(sql: str) -> list[list[object]]:
         return [list(r) for r in conn.execute(sql)]
 
-    assert q("SELECT id, content FROM memory_documents ORDER BY id") == want["documents"]
+    assert q(f"SELECT id, {DOC_CONTENT_SQL} FROM memory_documents d ORDER BY id") \
+        == want["documents"]
     assert q("SELECT id, snapshot, diff, summary FROM memory_revisions ORDER BY id") \
         == want["revisions"]
     assert q("SELECT id, text FROM memory_chunks ORDER BY id") == want["chunks"]
     assert q("SELECT id, text FROM knowledge_nodes ORDER BY id") == want["nodes"]
     # the text now lives compressed; the old column names read it back
-    assert dbm.scalar(conn, "SELECT typeof(content_z) FROM memory_documents LIMIT 1") == "blob"
+    assert dbm.scalar(conn, "SELECT typeof(MAX(snapshot_z)) FROM memory_revisions") == "blob"
     assert dbm.scalar(conn, "SELECT COUNT(*) FROM pragma_table_xinfo('memory_chunks')"
                       " WHERE name='text' AND hidden=2") == 1  # a VIRTUAL generated column
     # every cached vector is still there, byte for byte; live ones only in vec0
@@ -188,8 +190,9 @@ def test_markdown_is_stored_once_compressed_and_redacted(make_service: Any, tree
     svc = make_service(db=db)
     svc.ingest(roots_for_path(tree.projects))
     conn = svc.conn()
-    for table, col in (("memory_documents", "content"), ("memory_revisions", "snapshot"),
-                       ("memory_chunks", "text")):
+    # a live document's content is its current snapshot: the row keeps no copy
+    assert dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE content_z IS NULL") == 1
+    for table, col in dbm.PACKED_COLUMNS[1:]:
         texts = [dbm.unpack_text(r[0]) or "" for r in conn.execute(f"SELECT {col}_z FROM {table}")]
         assert texts and all(secret not in t for t in texts), table
         assert any("[REDACTED:github-token]" in t for t in texts), table

@@ -33,6 +33,7 @@ from memlens.core import db as dbm
 from memlens.core import ingest as ingest_mod
 from memlens.core import sources
 from memlens.core.chunking import STRATEGIES, ChunkerConfig, chunk_markdown
+from memlens.core.db_schema import DOC_CONTENT_SQL
 from memlens.core.redact import redact
 from memlens.core.sources import SourceError, decode_markdown
 from tests import reliability_helpers as H
@@ -269,8 +270,8 @@ def alarm() -> Iterator[Callable[[int], object]]:
 
 def assert_sane_chunks(conn: Any, doc_id: int) -> int:
     """Stored chunks of the current revision are exact slices with exact byte spans."""
-    doc = dbm.row(conn, "SELECT content, current_revision_id FROM memory_documents WHERE id=?",
-                  (doc_id,))
+    doc = dbm.row(conn, f"SELECT {DOC_CONTENT_SQL} AS content, current_revision_id"
+                  " FROM memory_documents d WHERE id=?", (doc_id,))
     assert doc is not None
     text = doc["content"] or ""
     chunks = dbm.rows(conn, "SELECT * FROM memory_chunks WHERE revision_id=? ORDER BY ordinal",
@@ -578,10 +579,10 @@ def test_absolute_paths_stay_private(tmp_path: Path) -> None:
             "knowledge_nodes": ("text", "heading", "logical_path", "repository"),
             "memory_chunks": ("text", "heading_path"),
             "memory_revisions": ("snapshot", "summary", "diff", "logical_path", "previous_path"),
-            "memory_documents": ("content", "logical_path", "repository", "front_matter"),
+            "memory_documents": (DOC_CONTENT_SQL, "logical_path", "repository", "front_matter"),
         }.items():
             for col in cols:
-                n = dbm.scalar(conn, f"SELECT COUNT(*) FROM {table} WHERE {col} LIKE '%alice%'")
+                n = dbm.scalar(conn, f"SELECT COUNT(*) FROM {table} d WHERE {col} LIKE '%alice%'")
                 assert n == 0, f"{table}.{col} holds the path"
         # the private columns are where the path lives (and only there)
         assert dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE source_path LIKE"

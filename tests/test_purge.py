@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from memlens.core import db as dbm
 from memlens.core.redact import RedactionResult
 from tests.conftest import MemoryTree, run_cli
 
@@ -33,14 +34,11 @@ def _db_bytes(db: Path) -> dict[str, bytes]:
     return out
 
 
-PACKED = [("memory_documents", "content"), ("memory_revisions", "snapshot"),
-          ("memory_chunks", "text")]
+PACKED = [(t, c) for t, c in dbm.PACKED_COLUMNS]  # every compressed column
 
 
 def _packed_leaks(db: Path) -> list[str]:
     """Compressed columns (their bytes hide text from a grep) whose text holds the secret."""
-    from memlens.core import db as dbm
-
     conn = dbm.connect(db, readonly=True, migrate=False)
     try:
         out = []

@@ -31,8 +31,7 @@ SLACK = "xoxb-" + "2048163093-4096326187-Qw3Er4Ty5Ui6Op7As8Df9Gh"
 AWS = "AKIA" + "QX7WZ3M5N2P4R6T8"
 SECRETS = [GH, GH2, SLACK, AWS]
 ENV = {"MEMLENS_EMBEDDER": "hashing"}
-PACKED = [("memory_documents", "content"), ("memory_revisions", "snapshot"),
-          ("memory_chunks", "text")]
+PACKED = [(t, c) for t, c in dbm.PACKED_COLUMNS]  # every compressed column
 
 
 def _needles() -> list[bytes]:

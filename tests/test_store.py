@@ -390,7 +390,7 @@ def test_doctor_catches_drifted_fts_and_orphan_vector(make_service: Any, tree: A
     conn = svc.conn()
     # Drift: change node text behind the trigger's back.
     conn.execute("DROP TRIGGER knowledge_nodes_au")
-    conn.execute("UPDATE knowledge_nodes SET text='something else entirely'")
+    conn.execute("UPDATE knowledge_nodes SET text_z=memlens_deflate('something else entirely')")
     problems = svc.doctor()[1]
     assert any(p.check == "fts_integrity" for p in problems)
     # Orphan vector.

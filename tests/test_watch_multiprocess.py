@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from memlens.core import db as dbm
+from memlens.core.db_schema import DOC_CONTENT_SQL
 from tests.conftest import REPO, MemoryTree, run_cli
 
 SLUG = "-home-dev-multi"
@@ -160,7 +161,8 @@ def _problems(db: Path, files: int, rev: dict[int, int], deleted: set[int]) -> l
     conn = dbm.connect(db)
     try:
         docs = {r["logical_path"]: r for r in dbm.rows(
-            conn, "SELECT * FROM memory_documents WHERE repository=?", (SLUG,))}
+            conn, f"SELECT d.*, {DOC_CONTENT_SQL} AS content FROM memory_documents d"
+            " WHERE repository=?", (SLUG,))}
     finally:
         try:
             conn.close()

@@ -36,8 +36,9 @@ import apsw
 from . import faults
 from .db_schema import FTS_TOKENIZER as FTS_TOKENIZER
 from .db_schema import MIGRATIONS
+from .db_schema import PACKED_COLUMNS as PACKED_COLUMNS
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 BUSY_TIMEOUT_MS = 15_000
 CHECKPOINT_WAIT_MS = 3_000
 
@@ -234,16 +235,53 @@ PACK_LEVEL = 6
 
 
 def pack_text(text: str | None) -> bytes | None:
-    """How the store keeps Markdown (documents, snapshots, chunks): zlib-compressed
-    UTF-8 in the ``*_z`` column; the column of the old name reads it back as text."""
+    """How the store keeps Markdown (snapshots, chunks, node text, a tombstoned document's
+    content; :data:`PACKED_COLUMNS`): zlib-compressed UTF-8 in the ``*_z`` column; the
+    column of the old name (where there is one) reads it back as text."""
     return None if text is None else zlib.compress(text.encode("utf-8"), PACK_LEVEL)
 
 
+CONFIG_DICTIONARY = (
+    b'{"estimator":"chars4","index_names":["MEMORY.md"],"max_tokens":400,"min_tokens":50,'
+    b'"name":"memlens-markdown","overlap_tokens":80,"strategy":"adaptive","version":4}')
+"""The zlib preset dictionary of stored chunker configs (schema v8). Never change it: the
+stored blobs name it by its Adler-32; a new one needs a new name beside it."""
+_DICTIONARIES = {zlib.adler32(CONFIG_DICTIONARY): CONFIG_DICTIONARY}
+
+
+def pack_config(text: str | None) -> bytes | None:
+    """How the store keeps a revision's chunker config (canonical JSON, nearly the same in
+    every row): zlib against :data:`CONFIG_DICTIONARY`, ~16 bytes instead of ~160."""
+    if text is None:
+        return None
+    z = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, CONFIG_DICTIONARY)
+    return z.compress(text.encode("utf-8")) + z.flush()
+
+
 def unpack_text(blob: bytes | str | None) -> str | None:
-    """The text of a :func:`pack_text` blob (``memlens_inflate`` in SQL)."""
+    """The text of a :func:`pack_text` or :func:`pack_config` blob (``memlens_inflate``
+    in SQL; a zlib stream that names a preset dictionary is read with it)."""
     if blob is None or isinstance(blob, str):
         return blob
+    if len(blob) > 6 and blob[1] & 0x20:  # FDICT: the dictionary's Adler-32 follows
+        zdict = _DICTIONARIES.get(int.from_bytes(blob[2:6], "big"))
+        if zdict is None:
+            raise ValueError("packed text names an unknown zlib dictionary")
+        d = zlib.decompressobj(zdict=zdict)
+        return (d.decompress(blob) + d.flush()).decode("utf-8")
     return zlib.decompress(blob).decode("utf-8")
+
+
+def sha256_bytes(hex_digest: str) -> bytes:
+    """A SHA-256 hex digest as its 32 bytes (how chunk hashes are stored, schema v8);
+    ``memlens_unhex`` in SQL. Anything else is refused rather than stored wrong."""
+    try:
+        b = bytes.fromhex(hex_digest)
+    except (ValueError, TypeError):
+        b = b""
+    if len(b) != 32 or b.hex() != hex_digest:
+        raise ValueError(f"not a lowercase SHA-256 hex digest: {str(hex_digest)[:80]!r}")
+    return b
 
 
 def _sha256_hex(text: str | None) -> str | None:
@@ -252,10 +290,11 @@ def _sha256_hex(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# SQL functions of the schema (its generated columns and the v7 migration): every
+# SQL functions of the schema (its generated columns and migrations): every
 # connection gets them, or reading a compressed column fails with "unknown function".
 _SQL_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
-    "memlens_inflate": unpack_text, "memlens_deflate": pack_text, "memlens_sha256": _sha256_hex}
+    "memlens_inflate": unpack_text, "memlens_deflate": pack_text, "memlens_sha256": _sha256_hex,
+    "memlens_deflate_config": pack_config, "memlens_unhex": sha256_bytes}
 
 
 def _open_special(name: str, *, readonly: bool, migrate: bool) -> apsw.Connection:
@@ -371,11 +410,15 @@ def migrate_schema(conn: apsw.Connection, path: Path) -> int:
     v = check_version(conn, path)
     if v == SCHEMA_VERSION:
         return v
-    with write_txn(conn):
-        v = check_version(conn, path)  # another process may have migrated meanwhile
-        for target in range(v + 1, SCHEMA_VERSION + 1):
-            conn.execute(MIGRATIONS[target - 1])
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    try:
+        with write_txn(conn):
+            v = check_version(conn, path)  # another process may have migrated meanwhile
+            for target in range(v + 1, SCHEMA_VERSION + 1):
+                conn.execute(MIGRATIONS[target - 1])
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except ValueError as exc:  # a schema SQL function refused a stored value
+        raise DatabaseError(f"{path}: the upgrade to schema version {SCHEMA_VERSION} stopped "
+                            f"and changed nothing: {exc}") from exc
     return SCHEMA_VERSION
 
 

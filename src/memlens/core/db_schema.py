@@ -211,12 +211,13 @@ CREATE INDEX idx_search_history_at ON search_history(at);
 """
 
 
-def _packed(table: str, column: str, *, not_null: bool = False) -> str:
+def _packed(table: str, column: str, *, not_null: bool = False,
+            deflate: str = "memlens_deflate") -> str:
     """SQL that moves ``table.column`` into a zlib-compressed ``<column>_z`` blob and makes
     ``column`` a VIRTUAL generated column reading it back (readers see the same text)."""
     return f"""
 ALTER TABLE {table} ADD COLUMN {column}_z BLOB;
-UPDATE {table} SET {column}_z = memlens_deflate({column});
+UPDATE {table} SET {column}_z = {deflate}({column});
 ALTER TABLE {table} DROP COLUMN {column};
 ALTER TABLE {table} ADD COLUMN {column} TEXT
     GENERATED ALWAYS AS (memlens_inflate({column}_z)) VIRTUAL;
@@ -231,8 +232,7 @@ END;
 # v7: a smaller database (issue 17). The Markdown held by documents, revision snapshots
 # and chunks is stored zlib-compressed in ``*_z`` blobs; the old column names are VIRTUAL
 # generated columns (``memlens_inflate``, registered on every connection by
-# memlens.core.db), so readers see the same text. Node text stays plain: it is the FTS
-# index's external content and what search reads for every hit.
+# memlens.core.db), so readers see the same text. Node text stayed plain (v8 packs it).
 # Writers set the ``*_z`` column (memlens.core.db.pack_text). The embedding cache refers
 # to the live node whose vec0 row holds its vector (``node_id``) instead of holding a
 # second copy; ``vector`` is kept only while no live node holds it (the projection moves
@@ -263,5 +263,77 @@ UPDATE embedding_cache SET node_id = n.id, vector = NULL FROM (
 CREATE INDEX idx_embedding_cache_node ON embedding_cache(node_id) WHERE node_id IS NOT NULL;
 """)
 
+_FTS_TRIGGERS = """
+CREATE TRIGGER knowledge_nodes_ai AFTER INSERT ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+CREATE TRIGGER knowledge_nodes_ad AFTER DELETE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+END;
+CREATE TRIGGER knowledge_nodes_au AFTER UPDATE ON knowledge_nodes BEGIN
+    INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rowid, heading, text, logical_path)
+    VALUES ('delete', old.id, old.heading, old.text, old.logical_path);
+    INSERT INTO knowledge_nodes_fts(rowid, heading, text, logical_path)
+    VALUES (new.id, new.heading, new.text, new.logical_path);
+END;
+"""
+
+# v8: smaller still (issue 17). Node text is stored compressed too (``text_z``; ``text``
+# reads it back, so the FTS index's external content and every reader see the same text).
+# The FTS triggers name ``text``, so they are dropped while the column is rebuilt (the
+# index itself is untouched: the text is the same) and made again.
+# A document's current content is its current revision's snapshot: ``content`` is no
+# longer a column of memory_documents. ``content_z`` keeps only what no snapshot holds:
+# the last content of a tombstoned document (the delete revision has no snapshot). On the
+# upgrade a live document's copy is dropped only where it equals its current snapshot.
+# Readers use :data:`DOC_CONTENT_SQL`.
+# Smaller rows: a revision's chunker config (the same ~160-byte JSON in nearly every row)
+# is compressed against a preset dictionary (memlens.core.db.pack_config, ~16 bytes); a
+# chunk's SHA-256 is kept as 32 bytes (``chunk_sha256``; ``chunk_hash`` reads it back as
+# hex; memlens_unhex refuses anything that is not a SHA-256, so no hash is lost). The
+# index on content hashes of revisions had no query; the documents' one is replaced by
+# one on the repository alone (what its look-ups use).
+_SCHEMA_V8 = (
+    "DROP TRIGGER knowledge_nodes_ai; DROP TRIGGER knowledge_nodes_ad;"
+    " DROP TRIGGER knowledge_nodes_au;\n"
+    + _packed("knowledge_nodes", "text", not_null=True)
+    + _FTS_TRIGGERS
+    + """
+UPDATE memory_documents SET content_z = NULL
+    WHERE tombstoned_at IS NULL AND content_z IS NOT NULL
+    AND memlens_inflate(content_z) IS (SELECT r.snapshot FROM memory_revisions r
+                                       WHERE r.id = memory_documents.current_revision_id);
+ALTER TABLE memory_documents DROP COLUMN content;
+"""
+    + _packed("memory_revisions", "chunker_config", deflate="memlens_deflate_config")
+    + """
+ALTER TABLE memory_chunks ADD COLUMN chunk_sha256 BLOB;
+UPDATE memory_chunks SET chunk_sha256 = memlens_unhex(chunk_hash);
+ALTER TABLE memory_chunks DROP COLUMN chunk_hash;
+ALTER TABLE memory_chunks ADD COLUMN chunk_hash TEXT
+    GENERATED ALWAYS AS (lower(hex(chunk_sha256))) VIRTUAL;
+CREATE TRIGGER memory_chunks_chunk_sha256_nn BEFORE INSERT ON memory_chunks
+    WHEN new.chunk_sha256 IS NULL BEGIN
+    SELECT RAISE(ABORT, 'NOT NULL constraint failed: memory_chunks.chunk_hash');
+END;
+DROP INDEX idx_revisions_hash;
+DROP INDEX idx_documents_hash;
+CREATE INDEX idx_documents_repository ON memory_documents(repository);
+""")
+
+PACKED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("memory_documents", "content"), ("memory_revisions", "snapshot"),
+    ("memory_chunks", "text"), ("knowledge_nodes", "text"))
+"""Every ``(table, column)`` stored zlib-compressed in ``<column>_z`` (schema v8): a grep of
+the file cannot see their text, so privacy checks read them decompressed."""
+
+DOC_CONTENT_SQL = (
+    "memlens_inflate(COALESCE(d.content_z, (SELECT r.snapshot_z FROM memory_revisions r"
+    " WHERE r.id=d.current_revision_id)))")
+"""The content of document ``d`` (a ``memory_documents`` alias) in SQL, schema v8: its
+current revision's snapshot, or for a tombstoned document the content it had last."""
+
 MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6,
-                         _SCHEMA_V7]
+                         _SCHEMA_V7, _SCHEMA_V8]

@@ -33,7 +33,7 @@ import apsw
 
 from . import faults
 from . import projection_cache as ecache
-from .db import ensure_vector_space, row, rows, scalar, vec_table_name, write_txn
+from .db import ensure_vector_space, pack_text, row, rows, scalar, vec_table_name, write_txn
 from .redact import redact_path
 from .store import get_document, prune_unused_chunks
 
@@ -309,6 +309,7 @@ def _load_chunks(conn: apsw.Connection, rev_ids: Sequence[int]) -> dict[int, lis
         c["node_text"] = node_text(hp, c["text"])
         # The cache key covers what is embedded (heading path + text), not just the text.
         c["embed_key"] = hashlib.sha256(c["node_text"].encode()).hexdigest()
+        c["node_z"] = pack_text(c["node_text"])  # compressed before the write lock is taken
         out[int(c["revision_id"])].append(c)
     return out
 
@@ -330,10 +331,10 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
     for c, v in zip(chunks, vecs, strict=True):
         conn.execute(
             "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
-            " logical_path, heading, text, doc_type, vector_space, created_at)"
+            " logical_path, heading, text_z, doc_type, vector_space, created_at)"
             " VALUES (?,?,?,?,?,?,?,?,?,?)",
             (doc_id, rev_id, c["ordinal"], doc["repository"], path,
-             c["heading"], c["node_text"], doc["doc_type"], space, t))
+             c["heading"], c["node_z"], doc["doc_type"], space, t))
         node_id = conn.last_insert_rowid()
         made.append((c["embed_key"], node_id))
         faults.checkpoint("projection.node")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from . import db as dbm
+from .db_schema import DOC_CONTENT_SQL
 from .service_base import ServiceBase
 from .types import (
     DocumentDetail,
@@ -41,6 +42,14 @@ _SUMMARY_SQL = (
     "   AS nchunks"
     " FROM memory_documents d"
 )
+
+# the content is the current revision's snapshot (a tombstoned document's: its last content)
+_DETAIL_SQL = (
+    "SELECT d.id, d.repository, d.logical_path, d.content_hash, d.source_size, d.front_matter,"
+    " d.tombstoned_at, d.current_revision_id, d.active_revision_id, d.projection_status,"
+    " d.projection_error, d.projection_attempts, d.projection_started_at,"
+    " d.projection_updated_at, d.projection_next_attempt_at, d.observed_at,"
+    f" {DOC_CONTENT_SQL} AS content FROM memory_documents d WHERE d.id=?")
 
 
 class ServiceReads(ServiceBase):
@@ -99,7 +108,7 @@ class ServiceReads(ServiceBase):
 
     def detail(self, doc_id: int) -> DocumentDetail | None:
         """Full detail of one document (content, projection state, front matter)."""
-        r = dbm.row(self.conn(), "SELECT * FROM memory_documents WHERE id=?", (doc_id,))
+        r = dbm.row(self.conn(), _DETAIL_SQL, (doc_id,))
         if r is None:
             return None
         return DocumentDetail(

@@ -5,7 +5,9 @@ one ``BEGIN IMMEDIATE`` transaction, so a file's document, revision and chunks
 land together or not at all. The search projection is built afterwards by
 :mod:`memlens.core.projection`.
 
-Retention: the current revision keeps its full redacted snapshot. When a
+Retention: the current revision keeps its full redacted snapshot, which is also the
+document's content (schema v8: the document row keeps a copy only once tombstoned, as
+the delete revision has no snapshot; see :data:`memlens.core.db_schema.DOC_CONTENT_SQL`). When a
 revision is superseded it keeps a bounded summary (``SUMMARY_MAX_CHARS``) and a
 bounded unified diff to its successor (``DIFF_MAX_LINES`` lines and
 ``DIFF_MAX_BYTES`` bytes, whichever is hit first; ``diff_truncated`` is set when
@@ -29,7 +31,8 @@ import apsw
 from . import faults
 from .chunker_choice import config_label
 from .chunking import CHUNKER_NAME, CHUNKER_VERSION, Chunk, ChunkerConfig
-from .db import pack_text, rows, scalar, write_txn
+from .db import pack_config, pack_text, rows, scalar, sha256_bytes, write_txn
+from .db_schema import DOC_CONTENT_SQL
 
 SOURCE_KIND = "claude-auto-memory"
 SUMMARY_MAX_CHARS = 600
@@ -153,9 +156,10 @@ _DOC_COLUMNS = (
 
 def get_document(conn: apsw.Connection, doc_id: int, *,
                  content: bool = False) -> dict[str, Any] | None:
-    """The document row by id; its ``content`` only when asked for (it is decompressed)."""
-    cols = _DOC_COLUMNS + (", content" if content else "")
-    r = rows(conn, f"SELECT {cols} FROM memory_documents WHERE id=?", (doc_id,))
+    """The document row by id; its ``content`` only when asked for (the current revision's
+    snapshot, or a tombstoned document's last content; it is decompressed)."""
+    cols = _DOC_COLUMNS + (f", {DOC_CONTENT_SQL} AS content" if content else "")
+    r = rows(conn, f"SELECT {cols} FROM memory_documents d WHERE d.id=?", (doc_id,))
     return r[0] if r else None
 
 
@@ -184,7 +188,7 @@ def _insert_revision(
     conn.execute(
         "INSERT INTO memory_revisions(document_id, seq, change_kind, content_hash, logical_path,"
         " previous_path, snapshot_z, summary, size_bytes, line_count, source_mtime_ns, observed_at,"
-        " chunker_name, chunker_version, chunker_config, chunk_count, embedder_status)"
+        " chunker_name, chunker_version, chunker_config_z, chunk_count, embedder_status)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             doc_id,
@@ -201,7 +205,7 @@ def _insert_revision(
             now,
             CHUNKER_NAME if cfg else None,
             CHUNKER_VERSION if cfg else None,
-            cfg.canonical_json() if cfg else None,
+            pack_config(cfg.canonical_json()) if cfg else None,
             len(pf.chunks) if pf else 0,
             "pending" if kind != "delete" else None,
         ),
@@ -215,7 +219,7 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
     """Write the chunks of a revision."""
     conn.executemany(
         "INSERT INTO memory_chunks(revision_id, ordinal, heading_path, start_char, end_char,"
-        " start_byte, end_byte, overlap_chars, text_z, chunk_hash, tokens, reason)"
+        " start_byte, end_byte, overlap_chars, text_z, chunk_sha256, tokens, reason)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
@@ -228,7 +232,7 @@ def insert_chunks(conn: apsw.Connection, rev_id: int, chunks: Sequence[Chunk]) -
                 c.end_byte,
                 c.overlap_chars,
                 pack_text(c.text),
-                c.hash,
+                sha256_bytes(c.hash),
                 c.tokens,
                 c.reason,
             )
@@ -272,7 +276,7 @@ def _doc_fields(pf: PreparedFile, now: float) -> dict[str, Any]:
     return {
         "source_path": pf.source_path,
         "source_root": pf.source_root,
-        "content_z": pack_text(pf.text),
+        "content_z": None,  # a live document's content is its current snapshot
         "content_hash": pf.content_hash,
         "source_hash": pf.source_hash,
         "source_mtime_ns": pf.mtime_ns,
@@ -435,6 +439,10 @@ def write_delete(conn: apsw.Connection, doc_id: int, now: float,
             return
         old_text = scalar(conn, "SELECT snapshot FROM memory_revisions WHERE id=?",
                           (doc["current_revision_id"],)) or ""
+        # the snapshot is dropped below: the document row keeps the last content
+        conn.execute("UPDATE memory_documents SET content_z=COALESCE(content_z, (SELECT"
+                     " snapshot_z FROM memory_revisions WHERE id=?)) WHERE id=?",
+                     (doc["current_revision_id"], doc_id))
         _supersede(conn, doc["current_revision_id"], "", doc["logical_path"], doc["logical_path"],
                    summary_override=f"deleted ({len(old_text.encode()):,} bytes)")
         rev = _insert_revision(conn, doc_id, "delete", None,

@@ -148,6 +148,10 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
                            for c in chunk_rows)
         content = doc["content"]
         new_content = red(content) if content else content
+        # a live document's content is its current snapshot (redacted above); only a
+        # tombstoned document's row holds a copy of its own (schema v8)
+        own_copy = scalar(conn, "SELECT content_z IS NOT NULL FROM memory_documents WHERE id=?",
+                          (doc_id,))
         fm = json.loads(doc["front_matter"] or "{}")
         new_fm = {k: red(v) if isinstance(v, str) else v for k, v in fm.items()}
         # A secret in the file name: the path stays (it finds the file), the search
@@ -182,8 +186,9 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
                     if t != c["text"] or hp != c["heading_path"]:
                         n_chunks += 1
                         conn.execute("UPDATE memory_chunks SET text_z=?, heading_path=?,"
-                                     " chunk_hash=? WHERE id=?",
-                                     (pack_text(t), hp, hashlib.sha256(t.encode()).hexdigest(), c["id"]))
+                                     " chunk_sha256=? WHERE id=?",
+                                     (pack_text(t), hp, hashlib.sha256(t.encode()).digest(),
+                                      c["id"]))
             fields: dict[str, Any] = {"active_revision_id": None}
             if live:
                 _queue_projection(conn, doc_id, now)
@@ -196,7 +201,7 @@ def reredact_document(conn: apsw.Connection, doc_id: int, red: Callable[[str], s
                 conn, "SELECT COUNT(*) FROM memory_chunks c JOIN memory_revisions r"
                 " ON r.id=c.revision_id WHERE r.document_id=?", (doc_id,)) or 0)
         _set_fields(conn, doc_id, {
-            "content_z": pack_text(new_content),
+            "content_z": pack_text(new_content) if own_copy else None,
             "content_hash": content_hash(new_content) if new_content is not None
             else doc["content_hash"],
             "front_matter": json.dumps(new_fm, ensure_ascii=False, sort_keys=True),
