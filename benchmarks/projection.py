@@ -236,7 +236,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--embedder", default="static", help="the default embedder (auto resolves to it)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="projection rounds (0: reuse the last projected database)")
     ap.add_argument("--cache", default="/tmp/memlens-projection-bench")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--reads", type=int, default=0,
@@ -273,7 +274,9 @@ def main() -> int:
         runs.append(row)
         if not a.json:
             print(" ".join(f"{k}={v:.3f}" for k, v in row.items()), flush=True)
-    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    if not runs and not (cache / "run-memlens.db").exists():
+        raise SystemExit("--repeat 0 reuses the last projected database: there is none yet")
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]} if runs else {}
     tables = dbstat(cache / "run-memlens.db", emb)
     total = sum(b for _, b in tables)
     report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),

@@ -217,3 +217,28 @@ def test_upgrade_refuses_a_hash_it_cannot_keep(tmp_path: Path) -> None:
     assert dbm.user_version(raw) == 7
     assert dbm.scalar(raw, "SELECT COUNT(*) FROM memory_chunks WHERE chunk_hash='odd'") == 1
     assert dbm.scalar(raw, "SELECT COUNT(*) FROM memory_documents WHERE content IS NOT NULL") == 5
+
+
+def test_upgrade_does_not_grow_the_file(tmp_path: Path) -> None:
+    """Each row shrinks in the same UPDATE that fills its compressed column, so the upgrade
+    splits no page: the file is no larger afterwards (3,000 extra v7 nodes of ~900 bytes)."""
+    db = _v7(tmp_path)
+    raw = dbm.connect(db, migrate=False)
+    raw.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)"
+        " INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
+        " logical_path, heading, text, doc_type, vector_space, created_at)"
+        " SELECT k.document_id, k.revision_id, 100 + i, k.repository, k.logical_path, k.heading,"
+        " printf('%d ', i) || substr(replace(hex(randomblob(450)), '0', ' '), 1, 900), k.doc_type,"
+        " NULL, 0 FROM n, (SELECT * FROM knowledge_nodes LIMIT 1) k")
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pages = dbm.scalar(raw, "PRAGMA page_count")
+    texts = [r[0] for r in raw.execute("SELECT text FROM knowledge_nodes ORDER BY id")]
+    raw.close()
+    conn = dbm.connect(db)
+    assert dbm.user_version(conn) == 8
+    assert [r[0] for r in conn.execute("SELECT text FROM knowledge_nodes ORDER BY id")] == texts
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert dbm.scalar(conn, "PRAGMA page_count") <= pages
+    conn.execute("INSERT INTO knowledge_nodes_fts(knowledge_nodes_fts, rank)"
+                 " VALUES('integrity-check', 1)")

@@ -212,12 +212,17 @@ CREATE INDEX idx_search_history_at ON search_history(at);
 
 
 def _packed(table: str, column: str, *, not_null: bool = False,
-            deflate: str = "memlens_deflate") -> str:
+            deflate: str = "memlens_deflate", clear: str | None = None) -> str:
     """SQL that moves ``table.column`` into a zlib-compressed ``<column>_z`` blob and makes
-    ``column`` a VIRTUAL generated column reading it back (readers see the same text)."""
+    ``column`` a VIRTUAL generated column reading it back (readers see the same text).
+
+    ``clear`` (v8 on): the old column is set to it by the same UPDATE, so each row shrinks
+    instead of holding both copies until the DROP (rows that grow split their pages, and
+    an upgraded file then stays ~15 % larger until a VACUUM)."""
+    also = f", {column} = {clear}" if clear else ""
     return f"""
 ALTER TABLE {table} ADD COLUMN {column}_z BLOB;
-UPDATE {table} SET {column}_z = {deflate}({column});
+UPDATE {table} SET {column}_z = {deflate}({column}){also};
 ALTER TABLE {table} DROP COLUMN {column};
 ALTER TABLE {table} ADD COLUMN {column} TEXT
     GENERATED ALWAYS AS (memlens_inflate({column}_z)) VIRTUAL;
@@ -298,7 +303,7 @@ END;
 _SCHEMA_V8 = (
     "DROP TRIGGER knowledge_nodes_ai; DROP TRIGGER knowledge_nodes_ad;"
     " DROP TRIGGER knowledge_nodes_au;\n"
-    + _packed("knowledge_nodes", "text", not_null=True)
+    + _packed("knowledge_nodes", "text", not_null=True, clear="''")
     + _FTS_TRIGGERS
     + """
 UPDATE memory_documents SET content_z = NULL
@@ -307,10 +312,11 @@ UPDATE memory_documents SET content_z = NULL
                                        WHERE r.id = memory_documents.current_revision_id);
 ALTER TABLE memory_documents DROP COLUMN content;
 """
-    + _packed("memory_revisions", "chunker_config", deflate="memlens_deflate_config")
+    + _packed("memory_revisions", "chunker_config", deflate="memlens_deflate_config",
+              clear="NULL")
     + """
 ALTER TABLE memory_chunks ADD COLUMN chunk_sha256 BLOB;
-UPDATE memory_chunks SET chunk_sha256 = memlens_unhex(chunk_hash);
+UPDATE memory_chunks SET chunk_sha256 = memlens_unhex(chunk_hash), chunk_hash = '';
 ALTER TABLE memory_chunks DROP COLUMN chunk_hash;
 ALTER TABLE memory_chunks ADD COLUMN chunk_hash TEXT
     GENERATED ALWAYS AS (lower(hex(chunk_sha256))) VIRTUAL;
