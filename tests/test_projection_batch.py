@@ -98,3 +98,22 @@ def test_no_prune_on_first_projection(make_service: Any, tree: Any,
         (pruned[0],)).fetchone()[0]
     assert old == 0
     assert svc.doctor()[1] == []
+
+
+def test_embedder_error_is_stored_and_reported_redacted(make_service: Any, tree: Any) -> None:
+    """An embedder's message may echo its request (a URL with a key, a header): the error
+    kept in the database and returned to the caller is redacted like every stored text."""
+    token = "ghp_" + "Zq8vL2mX9rT4wB7nC1kD5fH3jP6sY0aE2gQ4"
+    _write(tree, 2)
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects), project=False)
+
+    def failing(texts: list[str]) -> Any:
+        raise RuntimeError(f"401 from https://embed.example/v1?key={token} (Authorization: Bearer {token})")
+
+    svc.embedder.embed_documents = failing
+    rep = svc.project()
+    errors = [o.error for o in rep.outcomes if o.error]
+    assert errors and all(token not in e and "[REDACTED:" in e for e in errors)
+    stored = [r[0] for r in svc.conn().execute("SELECT projection_error FROM memory_documents")]
+    assert stored and all(e and token not in e and "RuntimeError: 401" in e for e in stored)

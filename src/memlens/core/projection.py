@@ -34,7 +34,7 @@ import apsw
 from . import faults
 from . import projection_cache as ecache
 from .db import ensure_vector_space, pack_text, row, rows, scalar, vec_table_name, write_txn
-from .redact import redact_path
+from .redact import redact, redact_path
 from .store import get_document, prune_unused_chunks
 
 if TYPE_CHECKING:
@@ -495,8 +495,10 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
 
 
 def _describe(exc: BaseException) -> str:
+    """The error text stored and printed for a failed document, redacted: an embedder's
+    message may echo a request (``https://api.example/embed?key=...``, a header)."""
     text = str(exc).strip() or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {text}"[:2000]
+    return redact(f"{exc.__class__.__name__}: {text}"[:2000]).text
 
 
 def _record_failure(conn: apsw.Connection, doc_id: int, rev_id: int, msg: str, now: Clock,
