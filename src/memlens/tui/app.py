@@ -14,7 +14,6 @@ only update widgets, and each worker closes its thread's connection when it ends
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,12 +33,14 @@ from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 from .closing import exit_requested, quiet_when_closing
 from .commands import BROWSER_ACTIONS, MemlensCommands
 from .demo import banner
+from .heap import HeapKeeper
 from .messages import (
     DetailLoaded,
     DetailMissing,
     DetailView,
     DocumentRowsChanged,
     DocumentsLoaded,
+    IndexWarningsLoaded,
     JobFinished,
     Progress,
     RetryDone,
@@ -139,7 +140,7 @@ class MemlensApp(AppWorkers):
         self.timings: dict[str, list[float]] = {"filter": [], "search": [], "detail": []}
         self.filter_fired: tuple[str, float] | None = None
         self._detail_asked: tuple[int, float] | None = None
-        self._full_loads = 0
+        self.heap = HeapKeeper()
         self._browser = BrowserScreen()
         if demo:
             self.sub_title = self.demo_banner(80)
@@ -190,6 +191,7 @@ class MemlensApp(AppWorkers):
 
         Called by the browser once its widgets exist (after the app's own mount).
         """
+        self.heap.start()
         self.status_bar.demo = self.demo
         self.status_bar.watch_state = "starting" if self.watch_enabled else "off"
         self.doc_tree.focus()
@@ -248,8 +250,10 @@ class MemlensApp(AppWorkers):
         self.exit()
 
     def on_unmount(self) -> None:
-        """Make sure the watcher thread ends with the app."""
+        """Make sure the watcher thread ends with the app; the collector's thresholds
+        go back to what they were."""
         self._stop_watcher()
+        self.heap.stop()
 
     @on(WatchStatus)
     @quiet_when_closing
@@ -275,23 +279,6 @@ class MemlensApp(AppWorkers):
         self.load_stats()
         if self.current_doc_id is not None:
             self._reload_detail()
-
-    def _freeze_heap(self) -> None:
-        """Keep Python's full garbage collections short with large listings.
-
-        With 10,000 documents the heap holds a few hundred thousand long-lived
-        objects, and a generation-2 collection walking them all stalls the event
-        loop for 100-250 ms at random moments (e.g. while typing a search).
-        ``gc.freeze()`` moves what exists now out of the collector's sight; every
-        tenth full reload first collects once (unfreeze, collect, freeze) so cyclic
-        garbage from older listings is still reclaimed, at a moment when the list is
-        being redrawn anyway.
-        """
-        self._full_loads += 1
-        if self._full_loads % 10 == 0:
-            gc.unfreeze()
-            gc.collect()
-        gc.freeze()
 
     # -- message handlers ----------------------------------------------------
     @on(DocumentsLoaded)
@@ -321,11 +308,19 @@ class MemlensApp(AppWorkers):
             self.documents_shown_at = time.perf_counter()
         if not message.filter_text.strip():
             self._warnings_cache = dict(message.warnings)
-            self._freeze_heap()
+            self.heap.full_listing_shown()
             self.prefetch_filter_index()
         if self.filter_fired is not None and self.filter_fired[0] == message.filter_text:
             self.timings["filter"].append(time.perf_counter() - self.filter_fired[1])
             self.filter_fired = None
+
+    @on(IndexWarningsLoaded)
+    @quiet_when_closing
+    def _index_warnings_loaded(self, message: IndexWarningsLoaded) -> None:
+        if message.show_tombstoned != self.show_tombstoned:
+            return  # a listing with(out) deleted documents is on its way
+        self._warnings_cache = dict(message.warnings)
+        self.doc_tree.replace_warnings(message.warnings)
 
     @on(DocumentTree.DocumentHighlighted)
     @quiet_when_closing

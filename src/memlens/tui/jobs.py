@@ -11,21 +11,24 @@ from __future__ import annotations
 import posixpath
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from memlens.core.service import FilterIndex, MemoryService
-from memlens.core.types import (
-    ChunkerConfig,
-    DocumentSummary,
-    FileChange,
-    IndexWarning,
-    MemoryRoot,
-    ProjectionOutcome,
-    SearchHit,
-    WatchEvent,
-)
+
+if TYPE_CHECKING:  # annotations only: resolving ``WatchEvent`` or ``FileChange`` loads the
+    # watcher, ingest, projection and redaction modules (~60 ms before the first frame).
+    from memlens.core.types import (
+        ChunkerConfig,
+        DocumentSummary,
+        FileChange,
+        IndexWarning,
+        MemoryRoot,
+        ProjectionOutcome,
+        SearchHit,
+        WatchEvent,
+    )
 
 from .messages import (
     DetailLoaded,

@@ -19,14 +19,19 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from memlens.core.service import FilterIndex, MemoryService
-from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, WatchEvent
+from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
+
+if TYPE_CHECKING:  # resolving it loads the watcher and the ingest path (start-up)
+    from memlens.core.types import WatchEvent
 
 from . import jobs
 from .event_hooks import EventsApp
+from .heap import HeapKeeper
 from .messages import (
     DocumentRowsChanged,
     DocumentsLoaded,
     FilesUnreadable,
+    IndexWarningsLoaded,
     StatsLoaded,
     WatchStatus,
 )
@@ -72,6 +77,7 @@ class AppWorkers(EventsApp):
     _warnings_cache: dict[int, list[IndexWarning]]
     _watcher: Any
     _watch_stop: threading.Event
+    heap: HeapKeeper
 
     current_doc_id: int | None
     _gone_timer: Timer | None = None
@@ -152,7 +158,16 @@ class AppWorkers(EventsApp):
                 docs = svc.list_documents(include_tombstoned=show_tomb)
                 if self._cancelled():
                     return
-                warnings = jobs.index_warnings(svc, docs)
+                # The listing goes on screen now, with the ⚠ marks known from the last
+                # read; checking every index file again follows in its own message.
+                known = self._warnings_cache
+                self.post_message(DocumentsLoaded(
+                    docs, {d.id: known[d.id] for d in docs if d.id in known},
+                    filter_text=filter_text, show_tombstoned=show_tomb))
+                fresh = jobs.index_warnings(svc, docs)
+                if not self._cancelled():
+                    self.post_message(IndexWarningsLoaded(fresh, show_tombstoned=show_tomb))
+                return
         if not self._cancelled():
             self.post_message(DocumentsLoaded(docs, warnings, filter_text=filter_text,
                                               show_tombstoned=show_tomb, scores=scores))
@@ -163,6 +178,9 @@ class AppWorkers(EventsApp):
         idx = svc.build_filter_index(include_tombstoned=show_tomb).prepare()
         if gen == self._filter_gen:
             self._filter_index = idx
+            # ~40,000 objects at 10,000 documents that live until the next data
+            # change: out of the collector's sight, like the listing (see heap.py).
+            self.heap.keep_long_lived()
         return idx
 
     def _invalidate_filter_index(self) -> None:

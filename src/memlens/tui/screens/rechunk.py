@@ -11,7 +11,7 @@ Cancel (or Escape) returns ``None`` and writes nothing. The choice is remembered
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,7 +23,10 @@ from textual.widgets import Button, Input, Label, Select, Static, Switch
 from textual.worker import get_current_worker
 
 from memlens.core.service import MemoryService
-from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError, QueryEffect
+from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
+
+if TYPE_CHECKING:  # resolving it loads the projection and the redaction rules (start-up)
+    from memlens.core.types import QueryEffect
 
 from ..messages import DetailView, PreviewReady
 from ..widgets.debounce import Debouncer

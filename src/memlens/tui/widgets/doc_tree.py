@@ -247,6 +247,16 @@ class DocumentTree(Tree[Any]):
         if node is not None:
             node.refresh()
 
+    def replace_warnings(self, warnings: dict[int, list[IndexWarning]]) -> None:
+        """Set the ⚠ marks of every listed document (read after the listing was shown)."""
+        listed = {k: list(v) for k, v in warnings.items() if k in self._docs and v}
+        if listed == self._warnings:
+            return
+        self._warnings = listed
+        self._version += 1
+        self._updates += 1  # part of Tree's line-cache key: every row is drawn again
+        self.refresh()
+
     # -- files that could not be read ------------------------------------------------
     def mark_unreadable(self, repository: str, path: str, reason: str | None) -> bool:
         """Record that a file could not be read (``reason``) or reads again (None).
