@@ -33,7 +33,7 @@ settled; between queries the box is emptied and the area goes back to
 
 * **search** (per mode hybrid / lexical / vector, ``--queries`` each): from just
   before ``pilot.press`` of the *last* character of the query (the earlier ones
-  are pressed right before it, each restarting the 150 ms debounce) to the
+  are pressed right before it, each restarting the search debounce, 100 ms) to the
   first frame showing its results. Debounce included. Beside it: the
   service's own time for that query inside the worker, the in-app "debounce
   fired -> results handler done" time, and the process CPU time per query.
@@ -162,8 +162,9 @@ class LoopWatch:
         self._sample_after = sample_after
         self._stop = threading.Event()
         self._loop_thread = threading.get_ident()
-        self.gc_pauses: dict[int, tuple[int, float]] = {}  # generation: (count, longest s)
-        self._gc_started = 0.0
+        # generation: [count, longest wall s, longest CPU s, total wall s, on other threads]
+        self.gc_pauses: dict[int, list[float]] = {}
+        self._gc_started = (0.0, 0.0)
 
     async def _tick(self) -> None:
         period = self.PERIOD
@@ -192,13 +193,18 @@ class LoopWatch:
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
         """``gc.callbacks``: time every collection (a full one can stall the loop)."""
+        # CPU beside wall: on shared cores a collection's wall time includes the time
+        # the thread waited for a core. A collection in a worker thread holds the
+        # interpreter lock too, so it stalls the loop just the same (counted apart).
         if phase == "start":
-            self._gc_started = time.perf_counter()
+            self._gc_started = (time.perf_counter(), time.thread_time())
             return
-        took = time.perf_counter() - self._gc_started
+        took = time.perf_counter() - self._gc_started[0]
+        cpu = time.thread_time() - self._gc_started[1]
         gen = info.get("generation", -1)
-        n, worst = self.gc_pauses.get(gen, (0, 0.0))
-        self.gc_pauses[gen] = (n + 1, max(worst, took))
+        n, worst, worst_cpu, total, other = self.gc_pauses.get(gen, [0, 0.0, 0.0, 0.0, 0])
+        self.gc_pauses[gen] = [n + 1, max(worst, took), max(worst_cpu, cpu), total + took,
+                               other + (threading.get_ident() != self._loop_thread)]
 
     def start(self) -> None:
         """Start ticking (on the running loop) and, if asked, the watchdog and GC timing."""
@@ -483,6 +489,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
             await _settled(app, pilot, tap)
             phase = Phase(watch)
             times, service, in_app, missed = [], [], [], 0
+            to_fired, to_frame = [], []
             for q in queries:
                 box.value = ""
                 await _settled(app, pilot, tap)
@@ -501,10 +508,16 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
                 times.append(shown.t - t)
                 service.append(screen.last.elapsed)
                 in_app.extend(app.timings["search"][-1:])
+                stamps = getattr(screen, "stamps", {})
+                if stamps.get("fired", 0) >= t:  # older trees do not stamp
+                    to_fired.append(stamps["fired"] - t)
+                    to_frame.append(shown.t - stamps["handled"])
             res = phase.end()
             out[f"search_{mode}"] = {**_summary(times), **res, "missed": missed,
                                      "service_p50_ms": _summary(service)["p50_ms"],
-                                     "fired_to_handled_p50_ms": _summary(in_app)["p50_ms"]}
+                                     "fired_to_handled_p50_ms": _summary(in_app)["p50_ms"],
+                                     "press_to_fired_p50_ms": _summary(to_fired)["p50_ms"],
+                                     "handled_to_frame_p50_ms": _summary(to_frame)["p50_ms"]}
         watch.stop()
     svc.close()
     out["frames"] = len(tap.frames)
@@ -512,8 +525,11 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     out["tap_ms_per_frame"] = round(tap.tap_seconds / max(1, len(tap.frames)) * 1000, 3)
     if find_stalls:
         out["stall_samples"] = [{"count": n, "stack": s} for s, n in watch.samples.most_common(8)]
-        out["gc_pauses"] = {f"gen{g}": {"count": n, "longest_ms": round(w * 1000, 1)}
-                            for g, (n, w) in sorted(watch.gc_pauses.items())}
+        out["gc_pauses"] = {
+            f"gen{g}": {"count": int(n), "longest_ms": round(w * 1000, 1),
+                        "longest_cpu_ms": round(c * 1000, 1), "total_ms": round(t * 1000, 1),
+                        "in_workers": int(o)}
+            for g, (n, w, c, t, o) in sorted(watch.gc_pauses.items())}
     return out
 
 
@@ -619,6 +635,8 @@ def first_paint_spawned(db: Path, cache: Path, n: int) -> dict[str, Any]:
     # Textual takes COLUMNS/LINES over the pty's size when they are set (pytest sets them).
     env = {"TERM": "xterm-256color", "MEMLENS_CONFIG": str(cfg),
            "COLUMNS": str(SIZE[0]), "LINES": str(SIZE[1])}
+    if os.environ.get("PYTHONPATH"):  # comparing two source trees with the same venv
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     _tmux("new-session", "-d", "-s", "keep", "-x", "20", "-y", "5", "sleep 3600")  # server up
     runs, floors = [], []
     try:
@@ -722,8 +740,11 @@ def _print(result: dict[str, Any]) -> None:
               f"{r['loop_stall_ms']:>9.1f} {cw:>14}")
     for m in MODES:
         per = result[f"search_{m}"]["per_round"]
-        print(f"  {m}: service p50 {[p['service_p50_ms'] for p in per]} ms, debounce fired -> "
-              f"handled p50 {[p['fired_to_handled_p50_ms'] for p in per]} ms, missed "
+        print(f"  {m}: last key -> debounce fired p50 "
+              f"{[p.get('press_to_fired_p50_ms') for p in per]} ms, fired -> handled p50 "
+              f"{[p['fired_to_handled_p50_ms'] for p in per]} ms (service "
+              f"{[p['service_p50_ms'] for p in per]}), handled -> frame p50 "
+              f"{[p.get('handled_to_frame_p50_ms') for p in per]} ms, missed "
               f"{[p['missed'] for p in per]}")
     for mode, r in result["core_search"].items():
         print(f"(service.search {mode:<7} without UI: p50 {r['p50_ms']:.1f} ms  "
@@ -731,7 +752,7 @@ def _print(result: dict[str, Any]) -> None:
               f"CPU {r['cpu_ms_per_query']} ms/query)")
     for r in result["rounds"]:
         if "gc_pauses" in r:
-            print(f"garbage collections (count, longest): {r['gc_pauses']}")
+            print(f"garbage collections: {r['gc_pauses']}")
         for s in r.get("stall_samples", []):
             print(f"stall sample x{s['count']}:\n{s['stack']}")
 
