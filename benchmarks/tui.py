@@ -55,6 +55,10 @@ settled; between queries the box is emptied and the area goes back to
   more than 30 ms late and prints the sampled frames (what blocked the loop),
   and times every garbage collection per generation (``gc.callbacks``).
 
+Like ``memlens tui``, the harness gives numpy's OpenBLAS one thread unless
+``OPENBLAS_NUM_THREADS`` is set (``memlens.tui.cli_tui.limit_blas_threads``); the JSON
+says which (``openblas_threads``).
+
 ``--rounds`` repeats the in-process measurement and the spawns alternately
 (spawn, in-process, spawn, ...) so a noisy neighbour on the shared cores shows
 as a spread between rounds rather than a bias of one method. Percentiles are
@@ -665,6 +669,16 @@ def _merge(rounds: list[dict[str, Any]], key: str) -> dict[str, Any]:
             "loop_stall_ms": max(p["loop_stall_ms"] for p in parts)}
 
 
+def _limit_blas_threads() -> None:
+    """What ``memlens tui`` does before numpy loads (one BLAS thread unless set), so the
+    in-process app runs as the spawned one does; an older source tree may not have it."""
+    try:
+        from memlens.tui.cli_tui import limit_blas_threads
+    except ImportError:
+        return
+    limit_blas_threads()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build (or reuse) the database, measure (rounds interleaved with spawns), print."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -680,11 +694,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="sample the loop thread's stack during stalls over 30 ms")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    _limit_blas_threads()
     args.cache.mkdir(parents=True, exist_ok=True)
     db = db_path(args.cache, args.docs)
     result: dict[str, Any] = {"command": "uv run python benchmarks/tui.py " + " ".join(
         argv if argv is not None else sys.argv[1:]), "database": str(db),
-        "embedder": f"{EMBEDDER[0]} {EMBEDDER[1]['dim']}-d", "cores": os.cpu_count()}
+        "embedder": f"{EMBEDDER[0]} {EMBEDDER[1]['dim']}-d", "cores": os.cpu_count(),
+        "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS")}
     if args.rebuild or not db.exists():
         print(f"building {db} (generate, ingest, project; takes minutes)…", file=sys.stderr)
         result["build"] = build(db, args.docs)

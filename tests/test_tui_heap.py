@@ -15,6 +15,7 @@ No timing is asserted: these check the behaviour the figures rest on.
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import weakref
@@ -209,3 +210,25 @@ def test_ui_modules_do_not_load_the_write_side_before_the_first_frame() -> None:
     for mod in ("watch", "watch_reconcile", "ingest", "projection", "redact", "store",
                 "preview"):
         assert f"memlens.core.{mod}" not in out, mod
+
+
+def test_ui_process_gets_one_blas_thread_unless_the_user_set_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memlens.tui import cli_tui
+    from memlens.tui.cli import CliError, build_parser
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    cli_tui.limit_blas_threads()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == cli_tui.BLAS_THREADS
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    cli_tui.limit_blas_threads()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+    # `memlens tui` sets it first thing, before anything can import numpy: even a run
+    # that fails on its config has it set.
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[chunker\n", encoding="utf-8")
+    args = build_parser().parse_args(["tui", "--config", str(bad)])
+    with pytest.raises(CliError):
+        cli_tui.cmd_tui(args)
+    assert os.environ["OPENBLAS_NUM_THREADS"] == cli_tui.BLAS_THREADS
