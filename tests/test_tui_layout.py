@@ -257,3 +257,20 @@ async def test_rechunk_dialog_is_usable_at_80x24(scenario: Scenario) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
+
+
+@async_test
+async def test_stacked_filter_shows_what_is_typed_while_focused(scenario: Scenario) -> None:
+    """At 80x24 the filter is one row; focusing it must not bring back the tall border
+    of the wide layout, which left no row for the text (only the border was drawn)."""
+    app = scenario.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        flt = app.query_one("#filter", Input)
+        await pilot.press("slash")
+        await pilot.press(*"auth")
+        await settle(pilot)
+        assert flt.has_focus and flt.value == "auth"
+        assert flt.region.height == 1
+        assert flt.styles.border_top[0] in ("", "none")
+        assert "auth" in flt.render_line(0).text
