@@ -17,8 +17,9 @@ long-lived structures is built. Only *cyclic* garbage among frozen objects would
 stay, so every tenth full reload first collects once (unfreeze, collect, freeze),
 at a moment when the list is being redrawn anyway. Freezing is for those big
 structures only, never for what a frame leaves behind: Textual's strips cache
-themselves (a crop of a whole strip is the strip), so most rendering garbage is
-cyclic; freezing after every search kept ~3,500 such objects per search alive.
+themselves (``adjust_cell_length`` of a strip already that long stores the strip in its
+own cache), so most rendering garbage is cyclic; freezing after every search kept
+~3,500 such objects per search alive.
 * A youngest-generation threshold of :data:`YOUNG_THRESHOLD` allocations instead
 of Python's 700. Rendering allocates tens of thousands of short-lived containers
 per second; with 700, strips still referenced by the frame being built survive
