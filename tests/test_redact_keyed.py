@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memlens.core.redact import redact
 from memlens.core.redact_keyed import name_kind
-from memlens.core.redact_rules import _looks_random
+from memlens.core.redact_rules import _is_placeholder, _looks_random
 from tests.conftest import run_cli
 
 PW = "Zk8q!Lm3vRt9w"  # a password: mixed, a symbol, no structure
@@ -126,7 +126,9 @@ def test_name_kind(name: str, kind: str | None) -> None:
     assert name_kind(name.lower()) == kind
 
 
-_VALUE_CHARS = string.ascii_letters + string.digits + "!#%*+-_.~^"
+# No ".", "*" or "-": a dotted value reads as code (CONFIG.key), a "***" run as a mask and
+# a leading "-" as a flag, as in `key = value` (tests/test_redact.py covers those).
+_VALUE_CHARS = string.ascii_letters + string.digits + "!#%+_~^"
 
 
 @settings(max_examples=150, deadline=None)
@@ -138,8 +140,10 @@ _VALUE_CHARS = string.ascii_letters + string.digits + "!#%*+-_.~^"
     case=st.sampled_from([p for p in POSITIVE if not p[0].startswith("hex")]),
 )
 def test_no_random_password_survives_any_keyed_syntax(value: str, case: tuple[str, str, str]) -> None:
-    """Any value under a password key; a random-looking one under a token/secret/API key."""
+    """Any value under a password key; a random-looking one under a token/secret/API key.
+    Placeholders (``xxxx``, ``your_token``, ...) are kept here as in ``key = value``."""
     _, template, _ = case
+    assume(not _is_placeholder(value))
     assume(_looks_random(value) or "pass" in template.lower())
     out = redact(template.format(v=value)).text
     assert value not in out, out
