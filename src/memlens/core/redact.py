@@ -54,7 +54,7 @@ postman-key          ``PMAK-<24 hex>-<34 hex>``
 sentry-token         ``sntrys_`` and ``sntryu_`` tokens
 intra42-secret       42 Intra ``s-s4t2ud-`` / ``s-s4t2af-`` + 64 hex
 octopus-key          Octopus Deploy ``API-`` + 26 upper case letters and digits
-onepassword-secret   1Password secret key ``A3-XXXXXX-...`` (six dash-separated groups)
+onepassword-secret   1Password secret key: ``A3-`` and five more dash-separated groups
 airtable-token       ``pat`` + 14 + ``.`` + 64 hex
 alibaba-key          ``LTAI`` + 20 (letters and digits)
 authress-key         ``sc_`` ``ext_`` ``scauth_`` ``authress_`` + ``<id>.<id>.acc_...``

@@ -33,12 +33,9 @@ import re
 from collections.abc import Sequence
 
 from .redact_rules import (
-    _CODE_REF_RE,
-    _PATH_RE,
     _PRIO_GENERIC,
-    _SHORT_HEX_ID_RE,
+    _assignment_value_ok,
     _Candidate,
-    _is_placeholder,
     _looks_fake,
     _looks_random,
 )
@@ -61,6 +58,13 @@ _KEY_PREFIXES = frozenset(
     }
 )  # fmt: skip
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _name_start(low: str, end: int) -> int:
+    """Where the identifier that ends at ``end`` in ``low`` starts."""
+    while end > 0 and low[end - 1] in _NAME_CHARS:
+        end -= 1
+    return end
 
 
 def name_kind(name: str) -> str | None:
@@ -90,15 +94,9 @@ _TEMPLATE = re.compile(
 def _value_ok(value: str, kind: str) -> bool:
     """Whether a value found under a secret-ish key is a credential, not a template or a word."""
     v = value.strip()
-    if not v or _TEMPLATE.fullmatch(v) or _is_placeholder(v):
+    if not v or _TEMPLATE.fullmatch(v):
         return False
-    if _CODE_REF_RE.search(v) or _PATH_RE.search(v) or _SHORT_HEX_ID_RE.fullmatch(v):
-        return False
-    if v.isdigit():
-        return kind == "password" and len(v) >= 4
-    if kind == "password":
-        return len(v) >= 3
-    return _looks_random(v)
+    return _assignment_value_ok(v, 0, len(v), password=kind == "password", quoted=True)
 
 
 def _add(out: list[_Candidate], text: str, s: int, e: int, kind: str) -> None:
@@ -197,10 +195,7 @@ def _scan_calls(text: str, low: str, out: list[_Candidate]) -> None:
         kind = name_kind(m.group("k"))
         if kind is None:
             continue
-        start = m.start()
-        while start > 0 and low[start - 1] in _NAME_CHARS:
-            start -= 1
-        if not _SETTER.search(low, start, m.start()):
+        if not _SETTER.search(low, _name_start(low, m.start()), m.start()):
             continue  # scrypt('password', 'salt'): the password is the argument itself
         _add(out, text, *m.span("dq" if m.start("dq") >= 0 else "sq"), kind)
 
@@ -233,10 +228,7 @@ def _scan_typed(text: str, low: str, out: list[_Candidate]) -> None:
         if m is None or value is None:
             continue
         end = m.start("type")
-        start = end
-        while start > 0 and low[start - 1] in _NAME_CHARS:
-            start -= 1
-        kind = name_kind(low[start:end])
+        kind = name_kind(low[_name_start(low, end) : end])
         if kind is None or m.group("type").strip(" \t?:") in ("is", "was", "and", "or", "not"):
             continue
         group = next(g for g in ("dq", "sq", "bq") if value.start(g) >= 0)
@@ -245,6 +237,7 @@ def _scan_typed(text: str, low: str, out: list[_Candidate]) -> None:
 
 # YAML block scalars: password: |  (value on the indented lines below) -------------
 
+_YAML_KEY = re.compile(r"[a-z0-9_.\-]{1,80}")
 _BLOCK = re.compile(r":[ \t]*[|>][+\-]?[1-9]?[+\-]?[ \t]*(?:#[^\r\n]*)?(?=\r?\n)")
 
 
@@ -254,7 +247,7 @@ def _scan_yaml_blocks(text: str, low: str, out: list[_Candidate]) -> None:
         head = low[line : m.start()]
         key = head.strip().lstrip("-").strip().strip("\"'")
         kind = name_kind(key)
-        if kind is None or not re.fullmatch(r"[a-z0-9_.\-]{1,80}", key):
+        if kind is None or not _YAML_KEY.fullmatch(key):
             continue
         indent = len(head) - len(head.lstrip(" \t"))
         pos = low.find("\n", m.end()) + 1

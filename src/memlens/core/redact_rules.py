@@ -254,6 +254,40 @@ def _looks_random(value: str) -> bool:
     return random and not _looks_fake(value)
 
 
+# Sidekiq Enterprise / Contribsys gem credentials: 8 hex, colon, 8 hex.
+_HEX_PAIR = re.compile(r"[0-9a-f]{8}:[0-9a-f]{8}")
+
+
+def _rest_of_line_is_empty(text: str, pos: int) -> bool:
+    """Whether only spaces or a comment follow ``pos`` on its line."""
+    n = len(text)
+    while pos < n and text[pos] in " \t":
+        pos += 1
+    return pos >= n or text[pos] in "\r\n#" or text.startswith(("\\n", "//"), pos)
+
+
+def _assignment_value_ok(
+    text: str, s: int, e: int, *, password: bool, quoted: bool
+) -> bool:
+    value = text[s:e]
+    if _is_placeholder(value) or _CODE_REF_RE.search(value):
+        return False
+    if _PATH_RE.search(value):
+        return False
+    if value.isdigit():
+        return password and len(value) >= 4
+    if value.startswith("-") and not quoted:
+        return False  # a command-line flag, e.g. "--password-stdin"
+    if _SHORT_HEX_ID_RE.fullmatch(value):
+        return False  # "signing key: 0x1234ABCD" is a key id, not a key
+    if not quoted and _PROSE_WORD_RE.fullmatch(value) and not _rest_of_line_is_empty(text, e):
+        # "password: stored in the vault" -- a word followed by more prose.
+        return False
+    if password:
+        return len(value) >= 3
+    return _looks_random(value) or _HEX_PAIR.fullmatch(value) is not None
+
+
 def _token_body_ok(secret: str) -> bool:
     """Reject documented fakes such as ``ghp_xxxx...`` or ``AKIA...EXAMPLE``."""
     low = secret.lower()

@@ -55,7 +55,7 @@ def _upper_lower_digit(secret: str) -> bool:
 _END_DOT = r"(?![A-Za-z0-9_\-=]|\.[A-Za-z0-9_\-=])"
 
 VENDOR_RULES: tuple[_TokenRule, ...] = (
-    # 1Password account secret key: A3-XXXXXX-XXXXXXXXXXX-XXXXX-XXXXX-XXXXX
+    # 1Password account secret key: "A3-", then groups of 6, 11 (or 6-5), 5, 5 and 5
     _rule(
         "onepassword-secret",
         "A3-",

@@ -18,14 +18,11 @@ from collections.abc import Sequence
 
 from .redact_keyed import scan_keyed
 from .redact_rules import (
-    _CODE_REF_RE,
-    _PATH_RE,
     _PRIO_GENERIC,
     _PRIO_HEADER,
     _PRIO_SPECIFIC_ASSIGN,
-    _PROSE_WORD_RE,
-    _SHORT_HEX_ID_RE,
     _WORD_,
+    _assignment_value_ok,
     _Candidate,
     _entropy,
     _is_placeholder,
@@ -76,8 +73,6 @@ _HEADER_ARG = re.compile(
     r"(?P<v>[a-z0-9_=~@.+/\-]{8,256}+)(?=[\"'])"
 )
 _BASE64 = re.compile(r"[a-z0-9+/]+={0,3}")
-# Sidekiq Enterprise / Contribsys gem credentials: 8 hex, colon, 8 hex.
-_HEX_PAIR = re.compile(r"[0-9a-f]{8}:[0-9a-f]{8}")
 # Generic assignments. The pattern is anchored on a few keyword cores (password,
 # secret, token, key, ...) rather than on every "<prefix>_key" spelling, which
 # keeps the scan fast; a bare "key" counts only right after one of these
@@ -175,36 +170,6 @@ def _strip_unquoted(text: str, s: int, e: int) -> int:
         else:
             break
     return e
-
-
-def _rest_of_line_is_empty(text: str, pos: int) -> bool:
-    """Whether only spaces or a comment follow ``pos`` on its line."""
-    n = len(text)
-    while pos < n and text[pos] in " \t":
-        pos += 1
-    return pos >= n or text[pos] in "\r\n#" or text.startswith(("\\n", "//"), pos)
-
-
-def _assignment_value_ok(
-    text: str, s: int, e: int, *, password: bool, quoted: bool
-) -> bool:
-    value = text[s:e]
-    if _is_placeholder(value) or _CODE_REF_RE.search(value):
-        return False
-    if _PATH_RE.search(value):
-        return False
-    if value.isdigit():
-        return password and len(value) >= 4
-    if value.startswith("-") and not quoted:
-        return False  # a command-line flag, e.g. "--password-stdin"
-    if _SHORT_HEX_ID_RE.fullmatch(value):
-        return False  # "signing key: 0x1234ABCD" is a key id, not a key
-    if not quoted and _PROSE_WORD_RE.fullmatch(value) and not _rest_of_line_is_empty(text, e):
-        # "password: stored in the vault" -- a word followed by more prose.
-        return False
-    if password:
-        return len(value) >= 3
-    return _looks_random(value) or _HEX_PAIR.fullmatch(value) is not None
 
 
 def _value_span(m: re.Match[str]) -> tuple[int, int, bool]:
