@@ -59,7 +59,7 @@ def search_race(tmp_path: Path, mode: str) -> tuple[list[str], list[str]]:
 
     def rows(conn: Any, sql: str, params: Any = ()) -> Any:
         out = orig(conn, sql, params)
-        first_read = "MATCH ? AND k=" in sql or "ORDER BY score LIMIT" in sql
+        first_read = "MATCH ? AND k=" in sql or "ORDER BY score, id LIMIT" in sql
         if first_read and not fired:
             fired.append(sql)
             swap()  # another connection commits between this read and the next

@@ -44,9 +44,11 @@ from .search_hits import SearchResult as SearchResult
 if TYPE_CHECKING:
 
     from .embedding import Embedder
+    from .lexical_cache import LexicalCache
     from .vector_matrix import VectorMatrixCache
 from .search_query import STOP_WORDS as STOP_WORDS
 from .search_query import build_fts_query as build_fts_query
+from .search_query import fts_phrases as fts_phrases
 from .search_query import match_spans as match_spans
 
 MODES = ("lexical", "vector", "hybrid")
@@ -107,20 +109,27 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
 
 
 def _lexical_top(conn: apsw.Connection, res: SearchResult, k: int, repository: str | None,
-                 doc_type: str | None) -> list[tuple[int, float]]:
+                 doc_type: str | None, cache: LexicalCache | None = None,
+                 ) -> list[tuple[int, float]]:
     """``(node_id, bm25)`` of the best ``k`` FTS5 matches of ``res.fts_query``
-    (bm25 is "lower is better"); a parse error becomes a note on ``res``."""
+    (bm25 is "lower is better", ties by node id); a parse error becomes a note on
+    ``res``. ``cache``: a long-lived caller's phrase postings (same rows and scores)."""
     fts = res.fts_query
     if fts is None or k <= 0:
         return []
+    if cache is not None:
+        got = cache.top(conn, fts_phrases(fts), k, repository, doc_type)
+        if got is not None:
+            return got
     fsql, fparams = _filters(repository, doc_type)
     if fsql:
         sql = (f"SELECT n.id AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
                " FROM knowledge_nodes_fts JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
-               f" WHERE knowledge_nodes_fts MATCH ?{fsql} ORDER BY score LIMIT ?")
+               f" WHERE knowledge_nodes_fts MATCH ?{fsql} ORDER BY score, id LIMIT ?")
     else:
         sql = (f"SELECT rowid AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
-               " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? ORDER BY score LIMIT ?")
+               " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?"
+               " ORDER BY score, id LIMIT ?")
     try:
         # through ``rows`` (one place to observe the first read; see test_concurrency)
         return [(int(r["id"]), float(r["score"])) for r in rows(conn, sql, [fts, *fparams, int(k)])]
@@ -286,7 +295,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            vector_weight: float = VECTOR_WEIGHT, fusion: str = FUSION,
            rrf_k: float = RRF_K, candidates: int = CANDIDATES,
            semantic_min_z: float | None = SEMANTIC_MIN_Z, snippets: bool = True,
-           matrix: VectorMatrixCache | None = None, complete: bool = True) -> SearchResult:
+           matrix: VectorMatrixCache | None = None, complete: bool = True,
+           lexical_cache: LexicalCache | None = None) -> SearchResult:
     """Fuse lexical and vector results, diversified per document (``snippets``: attach
     FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
@@ -313,7 +323,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     only the returned hits read their node and chunk columns (``complete=False``
     leaves them bare: :func:`search` completes them after its own cut);
     ``matrix`` is passed to :func:`vector` (an in-RAM copy of the vectors, same
-    neighbours).
+    neighbours) and ``lexical_cache`` to the lexical side (phrase postings, same
+    rows and scores).
     """
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
@@ -322,7 +333,7 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
     vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
                              doc_type=doc_type, matrix=matrix)
-    lex_top = _lexical_top(conn, res, n, repository, doc_type)
+    lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
     vec_top = vec_later()
     # Candidates are ranked bare (one light read for both lists); only the hits kept
     # after fusion and the cut read their node text.
@@ -444,7 +455,8 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
            doc_type: str | None = None, per_document: int = 2,
            fusion_options: dict[str, Any] | None = None,
            prefer_repository: str | None = None,
-           matrix: VectorMatrixCache | None = None) -> SearchResult:
+           matrix: VectorMatrixCache | None = None,
+           lexical_cache: LexicalCache | None = None) -> SearchResult:
     """Search active projections in the given mode (never raises on query text).
 
     ``fusion_options`` are passed to :func:`hybrid` (``fusion``, ``lexical_weight``,
@@ -455,7 +467,8 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
     preferred project come first, then the other matches, then hits that are only
     closest by meaning; each group keeps its own order.
 
-    ``matrix``: a long-lived caller's in-RAM vector cache (see :func:`vector`).
+    ``matrix``: a long-lived caller's in-RAM vector cache (see :func:`vector`);
+    ``lexical_cache``: its phrase postings (:mod:`memlens.core.lexical_cache`).
     """
     if mode not in MODES:
         raise SearchError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
@@ -463,7 +476,7 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
     prefer = prefer_repository if prefer_repository and not repository else None
     depth = max(k, int((fusion_options or {}).get("candidates", CANDIDATES))) if prefer else k
     res = _search_mode(conn, query, mode, embedder, depth, repository, doc_type, per_document,
-                       fusion_options, matrix)
+                       fusion_options, matrix, lexical_cache)
     if prefer:
         res.preferred_repository = prefer
         res.hits = sorted(res.hits, key=lambda h: (not h.is_match,
@@ -476,11 +489,12 @@ def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",
 def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedder | None,
                  k: int, repository: str | None, doc_type: str | None, per_document: int,
                  fusion_options: dict[str, Any] | None,
-                 matrix: VectorMatrixCache | None = None) -> SearchResult:
+                 matrix: VectorMatrixCache | None = None,
+                 lexical_cache: LexicalCache | None = None) -> SearchResult:
     depth = k * 4 if per_document else k
     if mode == "lexical":
         res = SearchResult(query=query, mode="lexical", hits=[], fts_query=build_fts_query(query))
-        top = _lexical_top(conn, res, depth, repository, doc_type)
+        top = _lexical_top(conn, res, depth, repository, doc_type, lexical_cache)
         known = hits_mod.light(conn, [nid for nid, _ in top])
         res.hits = diversify(hits_mod.stubs(top, known, "lexical"), per_document)[:k]
         for i, h in enumerate(res.hits, 1):
@@ -502,7 +516,7 @@ def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedde
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
                   per_document=per_document, snippets=False, matrix=matrix, complete=False,
-                  **(fusion_options or {}))
+                  lexical_cache=lexical_cache, **(fusion_options or {}))
 
 
 def _any_word_occurs(conn: apsw.Connection, query: str, repository: str | None,

@@ -60,6 +60,12 @@ def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
     return " OR ".join(out)
 
 
+def fts_phrases(fts: str) -> list[str]:
+    """The phrases of an expression made by :func:`build_fts_query`, in order (its
+    phrases are lower-cased, so the ``" OR "`` between them never occurs inside one)."""
+    return fts.split(" OR ")
+
+
 def match_spans(text: str, query: str) -> list[tuple[int, int]]:
     """Where the query's words occur in ``text`` (for highlighting an opened hit).
 

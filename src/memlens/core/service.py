@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .chunker_choice import ChunkerChoice
     from .chunking import Chunk, ChunkerConfig, ChunkResult
     from .ingest import FileChange
+    from .lexical_cache import LexicalCache
     from .preview import QueryEffect
     from .vector_matrix import VectorMatrixCache
     from .watch import Watcher, WatchEvent
@@ -128,10 +129,24 @@ class MemoryService(ServiceReads):
                 connect=lambda: dbm.connect(self.db_path, create=False))
         return self._vector_cache
 
+    # Phrase postings for common words (memlens.core.lexical_cache), built the second
+    # time a phrase is searched at an unchanged store: the same rows and scores as FTS5.
+    _lexical_cache: LexicalCache | None = None
+
+    def lexical_cache(self) -> LexicalCache:
+        """This service's phrase postings cache (created on first use)."""
+        if self._lexical_cache is None:
+            from .lexical_cache import LexicalCache
+
+            self._lexical_cache = LexicalCache(weights=search_mod.BM25_WEIGHTS)
+        return self._lexical_cache
+
     def close(self) -> None:
-        """Close every connection and drop the in-RAM vectors."""
+        """Close every connection and drop the in-RAM vectors and postings."""
         if self._vector_cache is not None:
             self._vector_cache.clear()
+        if self._lexical_cache is not None:
+            self._lexical_cache.clear()
         super().close()
 
     # -- sources ------------------------------------------------------------
@@ -307,7 +322,8 @@ class MemoryService(ServiceReads):
                                      fusion_options=opts.fusion_options(
                                          emb.name if emb is not None else None),
                                      prefer_repository=prefer,
-                                     matrix=self.vector_cache() if emb is not None else None)
+                                     matrix=self.vector_cache() if emb is not None else None,
+                                     lexical_cache=self.lexical_cache())
 
     def remember_search(self, query: str, mode: str, source: str) -> bool:
         """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not

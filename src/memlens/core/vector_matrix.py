@@ -48,22 +48,14 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .db import read_txn, scalar, vec_table_name
+from .node_changes import Fingerprint as Fingerprint
+from .node_changes import fingerprint as fingerprint
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 METRICS = ("cosine", "l2")
-Fingerprint = tuple[str, int, int]
-
-
-def fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
-    """The change fingerprint of ``space`` as seen by ``conn``'s current snapshot."""
-    row = conn.execute(
-        "SELECT (SELECT seq FROM sqlite_sequence WHERE name='knowledge_nodes'),"
-        " (SELECT COUNT(*) FROM knowledge_nodes)").fetchone()
-    seq, count = (row if row is not None else (None, None))
-    return (space, int(seq or 0), int(count or 0))
 
 
 @dataclass

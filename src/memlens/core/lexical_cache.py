@@ -1,0 +1,265 @@
+"""In-RAM bm25 postings of frequent FTS5 phrases, for long-lived services (TUI, MCP).
+
+FTS5 has no early termination: ``ORDER BY bm25(...) LIMIT k`` scores every row that
+matches any phrase of the query, about 0.4 µs a row, so two words that each occur in
+half of 104k chunks cost 25–40 ms whatever ``k`` is. This cache keeps, for a phrase
+that matches at least :data:`MIN_ROWS` rows, the bm25 contribution of that phrase to
+every row it matches (one FTS5 statement over the phrase alone), and answers a query
+whose phrases are all known by adding those contributions with numpy.
+
+Exact, not approximate. FTS5's bm25 of an OR query is a sum over the query's phrases of
+``idf(phrase) * f*(k1+1) / (f + k1*(1-b+b*D/avgdl))``, where ``idf`` depends only on
+the phrase (its own row count), ``f`` on the phrase and the row, and ``D``/``avgdl`` on
+the row and the table; a row that does not match a phrase gets 0 for it. The score of
+a row for the phrase alone is therefore exactly its term of the sum, and adding the
+terms in the query's phrase order gives the same float64 value FTS5 returns (``-(a+b)``
+and ``(-a)+(-b)`` are the same IEEE value, and ``x + 0.0 == x``). Ties are broken by
+node id, as the SQL statement does (``ORDER BY score, id``). ``tests/test_lexical_cache.py``
+compares ids and scores bit for bit with the statement.
+
+Consistency. Entries belong to one change fingerprint of ``knowledge_nodes``
+(:mod:`memlens.core.node_changes`: FTS rows are node rows, written and deleted with
+them, never updated), read inside the caller's read transaction; any change drops
+every entry, since the table statistics (row count, average length, each phrase's idf)
+move with it.
+
+When to build. Fetching every row of a phrase into RAM costs about twice one query, so
+a phrase is built the second time it is seen at an unchanged store (as the vector
+matrix is loaded at the second search): a one-shot command never pays, and never
+imports numpy. A query with a phrase seen for the first time runs the SQL statement.
+Phrases under :data:`MIN_ROWS` rows are not kept; their row count is remembered and,
+in a query that also has a kept phrase, their contributions are read per query
+(cheap, by definition); a query of rare phrases only runs the statement. Entries are evicted
+least recently used beyond ``budget_bytes`` (12 bytes a posting: 4-byte row position,
+8-byte score).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from .node_changes import Fingerprint
+from .node_changes import fingerprint as _nodes_fingerprint
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MIN_ROWS = 2000  # phrases matching fewer rows are cheap for FTS5 itself
+BUDGET_BYTES = 128 * 1024 * 1024
+_SPACE = "fts"  # the fingerprint's space slot: node ids and count only
+
+
+@dataclass
+class _Postings:
+    """One phrase: positions into the node id array and the phrase's bm25 term."""
+
+    pos: npt.NDArray[np.int32]
+    score: npt.NDArray[np.float64]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.pos.nbytes + self.score.nbytes)
+
+
+@dataclass
+class _Nodes:
+    """Node ids (ascending) of one fingerprint, and their filter columns."""
+
+    ids: npt.NDArray[np.int64]
+    repos: npt.NDArray[np.int32]
+    types: npt.NDArray[np.int32]
+    repo_codes: dict[str, int]
+    type_codes: dict[str, int]
+
+    def allowed(self, repository: str | None, doc_type: str | None) -> Any:
+        """Boolean mask of the rows the filters allow, ``None`` for all, or ``False``
+        when a filter names a value no node has."""
+        import numpy as np
+
+        if not repository and not doc_type:
+            return None
+        mask = np.ones(len(self.ids), dtype=bool)
+        for value, codes, known in ((repository, self.repos, self.repo_codes),
+                                    (doc_type, self.types, self.type_codes)):
+            if value:
+                if value not in known:
+                    return False
+                mask &= codes == known[value]
+        return mask
+
+
+class LexicalCache:
+    """Per-service cache of phrase postings (thread-safe); see the module docstring.
+
+    ``weights``: the bm25 column weights of the search statement (the same SQL text).
+
+    ``served`` counts queries answered from the cache, ``builds`` phrases fetched
+    (tests and benchmarks read them).
+    """
+
+    def __init__(self, *, weights: str, min_rows: int = MIN_ROWS,
+                 budget_bytes: int = BUDGET_BYTES) -> None:
+        self.min_rows = int(min_rows)
+        self.budget_bytes = int(budget_bytes)
+        self.weights = weights
+        self.served = 0
+        self.builds = 0
+        self._lock = threading.Lock()
+        self._fp: Fingerprint | None = None
+        self._nodes: _Nodes | None = None
+        self._seen: set[str] = set()
+        self._small: dict[str, int] = {}  # phrase -> rows matched (< min_rows)
+        self._entries: OrderedDict[str, _Postings] = OrderedDict()
+        self._bytes = 0
+
+    def _reset(self, fp: Fingerprint) -> None:
+        self._fp, self._nodes = fp, None
+        self._seen.clear()
+        self._small.clear()
+        self._entries.clear()
+        self._bytes = 0
+
+    def nbytes(self) -> int:
+        """Bytes held by the postings and the node arrays."""
+        with self._lock:
+            n = self._bytes
+            if self._nodes is not None:
+                n += int(self._nodes.ids.nbytes + self._nodes.repos.nbytes
+                         + self._nodes.types.nbytes)
+            return n
+
+    def clear(self) -> None:
+        """Drop every entry (frees the memory)."""
+        with self._lock:
+            self._reset(("", 0, 0))
+            self._fp = None
+
+    def top(self, conn: apsw.Connection, phrases: list[str], k: int,
+            repository: str | None = None, doc_type: str | None = None,
+            ) -> list[tuple[int, float]] | None:
+        """``(node_id, bm25)`` of the best ``k`` rows matching any of ``phrases`` (in
+        the query's order), best (lowest) first, ties by node id; ``None`` means "run
+        the SQL statement this time". Reads happen in ``conn``'s current transaction."""
+        if not phrases or k <= 0:
+            return None
+        fp = _nodes_fingerprint(conn, _SPACE)
+        with self._lock:
+            if fp != self._fp:
+                self._reset(fp)
+            first = [p for p in phrases if p not in self._seen
+                     and p not in self._entries and p not in self._small]
+            self._seen.update(phrases)
+            if first or all(p in self._small for p in phrases):
+                return None  # new phrases, or only rare ones: FTS5 itself is cheap
+            parts = self._parts(conn, phrases)
+            if parts is None:
+                return None
+            nodes = self._nodes
+            self.served += 1
+        assert nodes is not None
+        return _rank(nodes, parts, k, nodes.allowed(repository, doc_type))
+
+    def _parts(self, conn: apsw.Connection, phrases: list[str],
+               ) -> list[_Postings] | None:
+        """Each phrase's postings (building those seen before; lock held)."""
+        import numpy as np
+
+        if self._nodes is None:
+            self._nodes = _load_nodes(conn)
+        out: list[_Postings] = []
+        for p in phrases:
+            entry = self._entries.get(p)
+            if entry is not None:
+                self._entries.move_to_end(p)
+                out.append(entry)
+                continue
+            got = self._fetch(conn, p)
+            if got is None:
+                return None
+            ids, score = got
+            pos = np.searchsorted(self._nodes.ids, ids)
+            if len(ids) and (int(pos.max()) >= len(self._nodes.ids)
+                             or not bool(np.array_equal(self._nodes.ids[pos], ids))):
+                return None  # a row that is not a node: let SQL answer
+            entry = _Postings(pos=pos.astype(np.int32), score=score)
+            if len(ids) < self.min_rows:
+                self._small[p] = len(ids)
+            else:
+                self.builds += 1
+                self._entries[p] = entry
+                self._bytes += entry.nbytes
+                self._evict()
+            out.append(entry)
+        return out
+
+    def _fetch(self, conn: apsw.Connection, phrase: str) -> tuple[Any, Any] | None:
+        import numpy as np
+
+        try:
+            got = np.fromiter(conn.execute(
+                f"SELECT rowid, bm25(knowledge_nodes_fts, {self.weights})"
+                " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?", (phrase,)),
+                dtype=[("id", np.int64), ("score", np.float64)])
+        except apsw.SQLError:
+            return None
+        n = len(got)
+        ids, score = np.ascontiguousarray(got["id"]), np.ascontiguousarray(got["score"])
+        if n > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+            order = np.argsort(ids, kind="stable")
+            ids, score = ids[order], score[order]
+        return ids, score
+
+    def _evict(self) -> None:
+        while self._bytes > self.budget_bytes and len(self._entries) > 1:
+            _, old = self._entries.popitem(last=False)
+            self._bytes -= old.nbytes
+
+
+def _load_nodes(conn: apsw.Connection) -> _Nodes:
+    import numpy as np
+
+    got = conn.execute(
+        "SELECT id, repository, doc_type FROM knowledge_nodes ORDER BY id").fetchall()
+    repo_codes: dict[str, int] = {}
+    type_codes: dict[str, int] = {}
+    n = len(got)
+    return _Nodes(
+        ids=np.fromiter((r[0] for r in got), np.int64, n),
+        repos=np.fromiter((repo_codes.setdefault(str(r[1] or ""), len(repo_codes)) for r in got),
+                          np.int32, n),
+        types=np.fromiter((type_codes.setdefault(str(r[2] or ""), len(type_codes)) for r in got),
+                          np.int32, n),
+        repo_codes=repo_codes, type_codes=type_codes)
+
+
+def _rank(nodes: _Nodes, parts: list[_Postings], k: int,
+          allowed: Any) -> list[tuple[int, float]]:
+    """Sum the phrases' terms in query order; the best ``k`` by (score, node id)."""
+    import numpy as np
+
+    if allowed is False:
+        return []
+    n = len(nodes.ids)
+    acc = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for part in parts:
+        acc[part.pos] += part.score  # positions are unique within a phrase
+        hit[part.pos] = True
+    if allowed is not None:
+        hit &= allowed
+    cand = np.flatnonzero(hit)
+    if len(cand) == 0:
+        return []
+    sc = acc[cand]
+    if len(cand) > k:
+        kth = np.partition(sc, k - 1)[k - 1]
+        keep = sc <= kth  # every row tied with the k-th, then cut by id below
+        cand, sc = cand[keep], sc[keep]
+    order = np.lexsort((cand, sc))[:k]  # score, then node id (ids ascend with positions)
+    return [(int(nodes.ids[cand[i]]), float(sc[i])) for i in order]

@@ -1,0 +1,265 @@
+"""Phrase postings for lexical search (memlens.core.lexical_cache): the same rows and
+the same float64 scores as the FTS5 statement, built only at the second sight of a
+phrase, dropped by every store change, bounded in memory, safe across threads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlens.core import db as dbm
+from memlens.core import search as search_mod
+from memlens.core.embedding import make_embedder
+from memlens.core.lexical_cache import LexicalCache
+from memlens.core.search_query import build_fts_query, fts_phrases
+from memlens.core.service import MemoryService
+from memlens.core.sources import roots_for_path
+from tests.conftest import CORPUS
+from tests.test_search import _service
+
+QUERIES = [json.loads(line)["query"] for line in (CORPUS / "queries.jsonl").read_text().splitlines()
+           if line.strip()]
+WORDS = ["the", "sqlite", "connection", "timeout", "deploy", "test", "release", "cache", "python",
+         "config", "memory", "error", "retry", "lanternfish", "orchard", "webhook", "pool",
+         "schema", "migration", "index", "log", "user", "api", "build", "de", "con", "tim"]
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
+    base = tmp_path_factory.mktemp("lexcache")
+    shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(base, make_embedder("hashing", {}))
+    s.ingest(roots_for_path(base / "corpus"))
+    yield s
+    s.close()
+
+
+def _statement(conn: Any, query: str, k: int, repository: str | None = None,
+               doc_type: str | None = None) -> list[tuple[int, float]]:
+    res = search_mod.SearchResult(query=query, mode="lexical", hits=[],
+                                  fts_query=build_fts_query(query))
+    return search_mod._lexical_top(conn, res, k, repository, doc_type)
+
+
+def _cached(conn: Any, cache: LexicalCache, query: str, k: int, repository: str | None = None,
+            doc_type: str | None = None) -> list[tuple[int, float]] | None:
+    fts = build_fts_query(query)
+    assert fts is not None
+    return cache.top(conn, fts_phrases(fts), k, repository, doc_type)
+
+
+def _repos_and_types(conn: Any) -> tuple[list[str], list[str]]:
+    repos = [str(r[0]) for r in conn.execute("SELECT DISTINCT repository FROM knowledge_nodes")]
+    types = [str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT doc_type FROM knowledge_nodes WHERE doc_type IS NOT NULL")]
+    return repos, types
+
+
+@pytest.mark.parametrize("min_rows", [1, 10**9])
+def test_same_rows_and_scores_as_the_statement(svc: MemoryService, min_rows: int) -> None:
+    """Every corpus query, with and without filters, at several depths: identical ids and
+    bit-identical scores (min_rows=1 keeps every phrase; 10**9 reads each per query)."""
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=min_rows)
+    with dbm.read_txn(conn):
+        repos, types = _repos_and_types(conn)
+        filters = [(None, None), (repos[0], None), (None, types[0]), (repos[-1], types[0]),
+                   ("no-such-repository", None)]
+        compared = 0
+        for q in QUERIES + WORDS:
+            if build_fts_query(q) is None:
+                continue
+            for k in (1, 10, 40):
+                for repo, dtype in filters:
+                    want = _statement(conn, q, k, repo, dtype)
+                    first = _cached(conn, cache, q, k, repo, dtype)
+                    assert first is None or first == want
+                    for _ in range(2):  # second sight builds, third reads postings
+                        got = _cached(conn, cache, q, k, repo, dtype)
+                        assert got is None or got == want, (q, k, repo, dtype)
+                    compared += 1
+    assert compared > 300
+    if min_rows == 1:  # every phrase kept: the postings answer from the second sight on
+        assert cache.served >= 2 * compared
+        assert cache.builds > 50 and cache.nbytes() > 0
+    else:  # nothing kept: the second sight reads each phrase, then SQL answers again
+        assert cache.builds == 0 and cache.served > 50
+
+
+def test_first_sight_runs_sql_second_builds(svc: MemoryService) -> None:
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1)
+    with dbm.read_txn(conn):
+        assert _cached(conn, cache, "sqlite timeout", 10) is None  # never seen: statement
+        assert cache.builds == 0 and cache.served == 0
+        assert _cached(conn, cache, "sqlite timeout", 10) is not None
+        assert cache.builds == 2 and cache.served == 1
+        # a query with one new phrase waits for its second sight too
+        assert _cached(conn, cache, "sqlite zebraquokka", 10) is None
+        assert cache.served == 1
+        got = _cached(conn, cache, "sqlite zebraquokka", 10)  # a word no row has: no postings
+        assert got == _statement(conn, "sqlite zebraquokka", 10) != []
+        assert cache.builds == 2 and cache.served == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+       open_end=st.booleans(), k=st.integers(1, 60), min_rows=st.sampled_from([1, 5, 50]),
+       filt=st.integers(0, 3))
+def test_property_equal_to_statement(svc: MemoryService, words: list[str], open_end: bool,
+                                     k: int, min_rows: int, filt: int) -> None:
+    """Any mix of frequent, rare and prefix phrases: the postings answer exactly as SQL."""
+    q = " ".join(words) + ("" if open_end else " ")
+    if build_fts_query(q) is None:
+        return
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=min_rows)
+    with dbm.read_txn(conn):
+        repos, types = _repos_and_types(conn)
+        repo = repos[filt % len(repos)] if filt in (1, 3) else None
+        dtype = types[0] if filt >= 2 else None
+        want = _statement(conn, q, k, repo, dtype)
+        assert _cached(conn, cache, q, k, repo, dtype) is None  # first sight: SQL
+        assert _cached(conn, cache, q, k, repo, dtype) == want
+        third = _cached(conn, cache, q, k, repo, dtype)
+        assert third == want or (third is None and not cache._entries)
+
+
+@given(text=st.text(alphabet=st.sampled_from("ab OR or AND\"'*( )x1_.-é"), max_size=40))
+def test_fts_phrases_split_what_the_builder_joins(text: str) -> None:
+    fts = build_fts_query(text)
+    if fts is not None:
+        parts = fts_phrases(fts)
+        assert " OR ".join(parts) == fts
+        assert all(p.startswith('"') and (p.endswith('"') or p.endswith('"*')) for p in parts)
+
+
+def test_store_change_drops_every_entry(tmp_path: Path) -> None:
+    """A projection change (new node ids, new statistics) resets the cache; the next
+    answers are those of the new snapshot, never of the old postings."""
+    base = tmp_path
+    shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(base, None)
+    try:
+        s.ingest(roots_for_path(base / "corpus"))
+        conn = s.conn()
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1)
+        q = "sqlite connection"
+        with dbm.read_txn(conn):
+            _cached(conn, cache, q, 10)
+            before = _cached(conn, cache, q, 10)
+        assert before is not None and cache.builds == 2
+        mem = next((base / "corpus").glob("*/memory"))
+        (mem / "extra.md").write_text("# SQLite connection notes\n\n" +
+                                      "sqlite connection sqlite connection pooling\n" * 5)
+        s.ingest(roots_for_path(base / "corpus"))
+        with dbm.read_txn(conn):
+            assert _cached(conn, cache, q, 10) is None  # new fingerprint: seen again from zero
+            after = _cached(conn, cache, q, 10)
+            assert after == _statement(conn, q, 10)
+        assert after != before  # the new file's node ranks first and the idf moved
+        assert cache.builds == 4
+    finally:
+        s.close()
+
+
+def test_reader_snapshot_is_never_mixed_with_a_newer_one(tmp_path: Path) -> None:
+    """Postings built by a newer snapshot are not used by a transaction on an older one."""
+    shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(tmp_path, None)
+    try:
+        s.ingest(roots_for_path(tmp_path / "corpus"))
+        old = dbm.connect(s.db_path, create=False)
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1)
+        q = "release checklist"
+        with dbm.read_txn(old):
+            want_old = _statement(old, q, 10)  # the old snapshot starts here
+            mem = next((tmp_path / "corpus").glob("*/memory"))
+            (mem / "extra.md").write_text("# Release checklist\n\nrelease checklist release\n")
+            s.ingest(roots_for_path(tmp_path / "corpus"))  # commits on another connection
+            new = s.conn()
+            with dbm.read_txn(new):
+                _cached(new, cache, q, 10)
+                assert _cached(new, cache, q, 10) == _statement(new, q, 10)
+            for _ in range(3):
+                got = _cached(old, cache, q, 10)
+                assert got is None or got == want_old
+            assert _statement(old, q, 10) == want_old
+        old.close()
+    finally:
+        s.close()
+
+
+def test_budget_evicts_least_recently_used(svc: MemoryService) -> None:
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1, budget_bytes=1)
+    with dbm.read_txn(conn):
+        for q in WORDS:
+            if build_fts_query(q) is None:
+                continue
+            _cached(conn, cache, q, 10)
+            assert _cached(conn, cache, q, 10) == _statement(conn, q, 10)
+        assert len(cache._entries) == 1  # over budget: only the newest stays
+        assert cache.builds > 10
+
+
+def test_service_search_same_hits_with_postings(svc: MemoryService) -> None:
+    """Lexical and hybrid search give the same hits (JSON shape, scores, snippets) once
+    the postings answer as with no cache; MemoryService.search uses the postings."""
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1)
+    opts = svc.settings.search.fusion_options(svc.embedder.name)
+    for mode in ("lexical", "hybrid"):
+        for q in QUERIES[:20]:
+            with dbm.read_txn(conn):
+                want = search_mod.search(conn, q, mode=mode, embedder=svc.embedder, k=10,
+                                         fusion_options=opts)
+                for _ in range(3):
+                    got = search_mod.search(conn, q, mode=mode, embedder=svc.embedder, k=10,
+                                            fusion_options=opts, lexical_cache=cache)
+            assert [h.as_json() for h in got.hits] == [h.as_json() for h in want.hits], (mode, q)
+    assert cache.served > 0
+    before = svc.lexical_cache().served
+    for _ in range(3):
+        got = svc.search(QUERIES[0], mode="lexical", k=10, all_projects=True)
+    with dbm.read_txn(conn):
+        want = search_mod.search(conn, QUERIES[0], mode="lexical", k=10)
+    assert [h.as_json() for h in got.hits] == [h.as_json() for h in want.hits]
+    assert svc.lexical_cache().served > before
+
+
+def test_threads_share_one_cache(svc: MemoryService) -> None:
+    """Searches from several threads (the TUI's workers) at once: same results as serial."""
+    conn = svc.conn()
+    with dbm.read_txn(conn):
+        want = {q: _statement(conn, q, 20) for q in QUERIES[:12]}
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1)
+    errors: list[str] = []
+
+    def run() -> None:
+        c = dbm.connect(svc.db_path, create=False)
+        try:
+            for _ in range(3):
+                for q, w in want.items():
+                    with dbm.read_txn(c):
+                        got = _cached(c, cache, q, 20)
+                    if got is not None and got != w:
+                        errors.append(q)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert cache.served > 0
