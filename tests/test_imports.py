@@ -166,3 +166,59 @@ def test_one_command_parser_matches_the_full_one() -> None:
         assert outs[0] == outs[1], name
     args = build_parser("search").parse_args(["search", "q", "--mode", "lexical", "-k", "3"])
     assert (args.command, args.query, args.mode, args.k) == ("search", "q", "lexical", 3)
+
+
+# What a lexical search or `memlens docs` given --db and no config file leaves out (fifth
+# round, docs/benchmarks.md): the TOML parser, platformdirs (only a default path needs it),
+# the config sections other than [search], the detail values of the façade, datetime
+# (only `history` prints times) and shlex (only doctor's rebuild hint).
+START_UP = ("tomllib", "platformdirs", "memlens.core.config_sections",
+            "memlens.core.types_reads", "datetime", "shlex")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("search", "--mode", "lexical", "busy_timeout"),
+     ("search", "--mode", "lexical", "busy_timeout", "--json"), ("docs",), ("docs", "--json")],
+    ids=lambda a: "-".join(x for x in a if not x.startswith("busy")),
+)
+def test_read_commands_skip_start_up_extras(db: str, tmp_path: Path,
+                                            args: tuple[str, ...]) -> None:
+    assert not Path(os.environ["MEMLENS_CONFIG"]).exists()  # conftest: no config file
+    mods = _modules(tmp_path, *args, "--db", db)
+    assert "memlens.core.service" in mods
+    assert sorted(m for m in START_UP if m in mods) == []
+
+
+def test_start_up_extras_load_when_used(db: str, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control: a config file brings tomllib, the default database path platformdirs,
+    `history` the revision values and datetime, an embedder the config sections."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[search]\nhistory = 5\n", encoding="utf-8")
+    assert "tomllib" in _modules(tmp_path, "docs", "--db", db, "--config", str(cfg))
+    assert "platformdirs" in _modules(tmp_path, "config")
+    hist = _modules(tmp_path, "history", "notes.md", "--repository", "demo", "--db", db)
+    assert {"memlens.core.types_reads", "datetime"} <= hist
+    assert "memlens.core.config_sections" in _modules(
+        tmp_path, "search", "--mode", "vector", "busy_timeout", "--db", db)
+
+
+def test_lazy_names_resolve_to_their_classes() -> None:
+    """The names moved out of `types` and `config` are still theirs to import, once."""
+    import memlens.core.config as C
+    import memlens.core.types as T
+    from memlens.core import config_sections, types_reads
+
+    for name in types_reads.__all__:
+        assert getattr(T, name) is getattr(types_reads, name)
+        assert name in T.__all__
+    for name in config_sections.__all__:
+        assert getattr(C, name) is getattr(config_sections, name)
+    for name in ("ChunkerSettings", "EmbedderSettings", "WatchSettings"):
+        assert getattr(T, name) is getattr(config_sections, name)
+    with pytest.raises(AttributeError):
+        C.NoSuchSettings  # noqa: B018
+    s = C.load_settings(None, env={}, overrides={"db": "x.db"})
+    assert isinstance(s.chunker, config_sections.ChunkerSettings)
+    assert s.retention == config_sections.RetentionSettings(max_revisions=50, max_age_days=0)

@@ -39,13 +39,21 @@ from __future__ import annotations
 
 import copy
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import platformdirs
+if TYPE_CHECKING:
+    from .config_sections import ChunkerSettings as ChunkerSettings
+    from .config_sections import EmbedderSettings as EmbedderSettings
+    from .config_sections import LimitsSettings as LimitsSettings
+    from .config_sections import ProjectionSettings as ProjectionSettings
+    from .config_sections import RetentionSettings as RetentionSettings
+    from .config_sections import WatchSettings as WatchSettings
+
+# tomllib is imported when a config file is read and platformdirs when a default path is
+# needed: a command given --db and no config file pays for neither (benchmarks/cli_startup.py).
 
 
 class ConfigError(Exception):
@@ -149,68 +157,16 @@ def default_config_path() -> Path:
     env = os.environ.get("MEMLENS_CONFIG")
     if env:
         return Path(env).expanduser()
+    import platformdirs
+
     return platformdirs.user_config_path("memlens") / "config.toml"
 
 
 def default_db_path() -> Path:
     """The default database file in the user data folder."""
+    import platformdirs
+
     return platformdirs.user_data_path("memlens") / "memlens.db"
-
-
-@dataclass(frozen=True)
-class ChunkerSettings:
-    """``[chunker]``: how documents are split into chunks (``min_tokens``: the floor
-    under which adjacent short sections are merged)."""
-
-    strategy: str
-    max_tokens: int
-    overlap_tokens: int
-    index_names: tuple[str, ...]
-    estimator: str
-    min_tokens: int = 50
-
-
-@dataclass(frozen=True)
-class EmbedderSettings:
-    """``[embedder]``: the embedder name plus its free-form options."""
-
-    name: str
-    options: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    """``[watch]``: the file watcher."""
-
-    enabled: bool
-    debounce_ms: int
-    stable_ms: int
-    reconcile_seconds: int
-
-
-@dataclass(frozen=True)
-class RetentionSettings:
-    """``[retention]``: how many revisions are kept, and for how long (0 = forever)."""
-
-    max_revisions: int
-    max_age_days: int
-
-
-@dataclass(frozen=True)
-class LimitsSettings:
-    """``[limits]``: per-file bounds; a file over either fails alone with one line while
-    the rest of its folder is stored."""
-
-    max_file_bytes: int
-    max_chunks_per_file: int
-
-
-@dataclass(frozen=True)
-class ProjectionSettings:
-    """``[projection]``: retry back-off of failed projections."""
-
-    retry_base_seconds: float
-    retry_max_seconds: float
 
 
 @dataclass
@@ -242,6 +198,8 @@ class Settings:
     @property
     def chunker(self) -> ChunkerSettings:
         """The ``[chunker]`` section."""
+        from .config_sections import ChunkerSettings
+
         v = self.values
         return ChunkerSettings(
             strategy=str(v["chunker.strategy"]), max_tokens=int(v["chunker.max_tokens"]),
@@ -252,12 +210,16 @@ class Settings:
     @property
     def embedder(self) -> EmbedderSettings:
         """The ``[embedder]`` section."""
+        from .config_sections import EmbedderSettings
+
         return EmbedderSettings(name=str(self.values["embedder.name"]),
                                 options=dict(self.embedder_options))
 
     @property
     def watch(self) -> WatchSettings:
         """The ``[watch]`` section."""
+        from .config_sections import WatchSettings
+
         v = self.values
         return WatchSettings(enabled=bool(v["watch.enabled"]),
                              debounce_ms=int(v["watch.debounce_ms"]),
@@ -267,18 +229,24 @@ class Settings:
     @property
     def retention(self) -> RetentionSettings:
         """The ``[retention]`` section."""
+        from .config_sections import RetentionSettings
+
         return RetentionSettings(max_revisions=int(self.values["retention.max_revisions"]),
                                  max_age_days=int(self.values["retention.max_age_days"]))
 
     @property
     def limits(self) -> LimitsSettings:
         """The ``[limits]`` section."""
+        from .config_sections import LimitsSettings
+
         return LimitsSettings(max_file_bytes=int(self.values["limits.max_file_bytes"]),
                               max_chunks_per_file=int(self.values["limits.max_chunks_per_file"]))
 
     @property
     def projection(self) -> ProjectionSettings:
         """The ``[projection]`` section."""
+        from .config_sections import ProjectionSettings
+
         v = self.values
         return ProjectionSettings(retry_base_seconds=float(v["projection.retry_base_seconds"]),
                                   retry_max_seconds=float(v["projection.retry_max_seconds"]))
@@ -404,6 +372,8 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str],
                 emb_opts: dict[str, Any]) -> None:
     """Read one TOML config file into ``values`` (and embedder options), naming the
     file and line of any bad key."""
+    import tomllib
+
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         data = tomllib.loads(text)
@@ -482,3 +452,18 @@ def load_settings(
     _apply_overrides(overrides or {}, values, origins, emb_opts)
     return Settings(values=values, origins=origins, embedder_options=emb_opts,
                     config_path=used_path)
+
+
+_SECTIONS = frozenset({"ChunkerSettings", "EmbedderSettings", "LimitsSettings",
+                       "ProjectionSettings", "RetentionSettings", "WatchSettings"})
+
+
+def __getattr__(name: str) -> Any:
+    """The section classes of :mod:`memlens.core.config_sections`, on first use (PEP 562)."""
+    if name not in _SECTIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import config_sections
+
+    value = getattr(config_sections, name)
+    globals()[name] = value
+    return value

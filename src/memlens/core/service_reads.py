@@ -6,7 +6,6 @@ only ``memlens.core.service``); split out to keep modules small.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,21 +15,13 @@ import apsw
 from . import db as dbm
 from .db_schema import DOC_CONTENT_SQL
 from .service_base import ServiceBase
-from .types import (
-    DocumentDetail,
-    DocumentSummary,
-    FilterIndex,
-    HitSource,
-    ProjectionState,
-    Revision,
-    RevisionChunker,
-    Stats,
-)
+from .types import DocumentSummary, FilterIndex
 
 if TYPE_CHECKING:
     from . import doctor as doctor_mod
     from .chunking import Chunk
     from .indexfile import IndexWarning
+    from .types_reads import DocumentDetail, HitSource, Revision, Stats
 # projection, doctor, the chunker, the embedders and the store are imported where a
 # method needs them: a lexical search or `memlens docs` never loads them.
 
@@ -108,6 +99,8 @@ class ServiceReads(ServiceBase):
 
     def detail(self, doc_id: int) -> DocumentDetail | None:
         """Full detail of one document (content, projection state, front matter)."""
+        from .types_reads import DocumentDetail, ProjectionState
+
         r = dbm.row(self.conn(), _DETAIL_SQL, (doc_id,))
         if r is None:
             return None
@@ -150,6 +143,8 @@ class ServiceReads(ServiceBase):
         ``chunk_id`` is the hit's chunk (``SearchHit.chunk_id``); without one, the
         chunk ``ordinal`` of the document's current revision is used. None when the
         document or the chunk is gone."""
+        from .types_reads import HitSource
+
         conn = self.conn()
         doc = dbm.rows(conn, "SELECT repository, logical_path, source_path, source_root,"
                        " current_revision_id FROM memory_documents WHERE id=?", (document_id,))
@@ -211,6 +206,8 @@ class ServiceReads(ServiceBase):
 
     @staticmethod
     def _revision(r: dict[str, Any]) -> Revision:
+        from .types_reads import Revision, RevisionChunker
+
         return Revision(
             id=int(r["id"]), number=int(r["seq"]), change_kind=r["change_kind"],
             content_hash=r["content_hash"], path=r["logical_path"],
@@ -258,6 +255,7 @@ class ServiceReads(ServiceBase):
     def statistics(self) -> Stats:
         """Counts for a status bar: documents, chunks, queue, embedder."""
         from . import projection as proj
+        from .types_reads import Stats
 
         conn = self.conn()
         docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
@@ -296,6 +294,8 @@ class ServiceReads(ServiceBase):
                 "sqlite_integrity", f"{self.db_path} cannot be read as a memlens database: "
                 f"{cause}")]
         if any(p.check == "sqlite_integrity" for p in problems):
+            import shlex
+
             db = shlex.quote(str(self.db_path))
             problems.append(doctor_mod.Problem(
                 "rebuild", "the file is damaged and cannot be repaired in place; rebuild it "

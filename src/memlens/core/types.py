@@ -14,7 +14,6 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -55,6 +54,12 @@ if TYPE_CHECKING:
     from .sources import SourceError as SourceError
     from .sources import UsageError as UsageError
     from .sources import claude_slug as claude_slug
+    from .types_reads import DocumentDetail as DocumentDetail
+    from .types_reads import HitSource as HitSource
+    from .types_reads import ProjectionState as ProjectionState
+    from .types_reads import Revision as Revision
+    from .types_reads import RevisionChunker as RevisionChunker
+    from .types_reads import Stats as Stats
     from .watch import WatchEvent as WatchEvent
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
@@ -98,6 +103,13 @@ _LAZY: dict[str, str] = {
     'claude_slug': '.sources',
     'BenchError': '.bench',
     'WatchEvent': '.watch',
+    # this module's own detail values, defined apart so a short read does not build them
+    'DocumentDetail': '.types_reads',
+    'HitSource': '.types_reads',
+    'ProjectionState': '.types_reads',
+    'Revision': '.types_reads',
+    'RevisionChunker': '.types_reads',
+    'Stats': '.types_reads',
 }
 
 __all__ = [
@@ -157,142 +169,6 @@ class DocumentSummary:
             "active_revision_id": self.active_revision_id, "chunks": self.chunk_count,
             "size": self.size, "name": self.name, "type": self.doc_type, "error": self.error,
         }
-
-
-@dataclass(frozen=True)
-class HitSource:
-    """Where a search hit comes from: its whole chunk and its place in the file.
-
-    Attributes:
-        repository: Repository of the document.
-        path: Logical path of the document.
-        ordinal: The chunk's position.
-        heading_path: Titles of the headings around the chunk.
-        text: The whole chunk (as stored: redacted).
-        line: 1-based line of the chunk's first character in the revision it belongs to.
-        file: The document's file on disk, when it is still there (for an editor).
-    """
-
-    repository: str
-    path: str
-    ordinal: int
-    heading_path: tuple[str, ...]
-    text: str
-    line: int
-    file: Path | None
-
-
-@dataclass(frozen=True)
-class ProjectionState:
-    """Where a document's projection stands."""
-
-    status: str
-    error: str | None
-    attempts: int
-    started_at: float | None
-    updated_at: float | None
-    next_attempt_at: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The ``projection`` object of a document's dict form."""
-        return {"status": self.status, "error": self.error, "attempts": self.attempts,
-                "started_at": self.started_at, "updated_at": self.updated_at,
-                "next_attempt_at": self.next_attempt_at}
-
-
-@dataclass(frozen=True)
-class DocumentDetail:
-    """One document in full: content, front matter and projection state."""
-
-    id: int
-    repository: str
-    path: str
-    content: str
-    content_hash: str | None
-    size: int | None
-    front_matter: dict[str, Any]
-    tombstoned: bool
-    tombstoned_at: float | None
-    current_revision_id: int | None
-    active_revision_id: int | None
-    projection: ProjectionState
-    observed_at: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The nested dict form (what ``MemoryService.document`` used to return)."""
-        return {
-            "id": self.id, "repository": self.repository, "path": self.path,
-            "content": self.content, "content_hash": self.content_hash, "size": self.size,
-            "front_matter": dict(self.front_matter), "tombstoned": self.tombstoned,
-            "tombstoned_at": self.tombstoned_at,
-            "current_revision_id": self.current_revision_id,
-            "active_revision_id": self.active_revision_id,
-            "projection": self.projection.as_dict(), "observed_at": self.observed_at,
-        }
-
-
-@dataclass(frozen=True)
-class RevisionChunker:
-    """The chunker a revision was chunked with."""
-
-    name: str | None
-    version: int | None
-    config: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class Revision:
-    """One entry of a document's revision timeline."""
-
-    id: int
-    number: int
-    change_kind: str
-    content_hash: str
-    path: str
-    previous_path: str | None
-    observed_at: float | None
-    chunker: RevisionChunker
-    chunks: int | None
-    embedder: str | None
-    embedder_status: str | None
-    summary: str | None
-    diff: str | None
-    diff_truncated: bool
-    has_snapshot: bool
-    size: int | None
-    snapshot: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON shape of one ``memlens history --json`` revision."""
-        return {
-            "id": self.id, "number": self.number, "change_kind": self.change_kind,
-            "content_hash": self.content_hash, "path": self.path,
-            "previous_path": self.previous_path, "observed_at": self.observed_at,
-            "chunker": {"name": self.chunker.name, "version": self.chunker.version,
-                        "config": self.chunker.config},
-            "chunks": self.chunks, "embedder": self.embedder,
-            "embedder_status": self.embedder_status, "summary": self.summary,
-            "diff": self.diff, "diff_truncated": self.diff_truncated,
-            "has_snapshot": self.has_snapshot, "size": self.size,
-        }
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Counts for a status bar."""
-
-    db: str
-    documents: int
-    tombstoned: int
-    chunks: int
-    queue: dict[str, int]
-    embedder: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """The dict form (what ``MemoryService.stats`` used to return)."""
-        return {"db": self.db, "documents": self.documents, "tombstoned": self.tombstoned,
-                "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder}
-
 
 
 @dataclass(frozen=True)

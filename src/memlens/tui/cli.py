@@ -9,12 +9,10 @@ Errors go to stderr as one line a person can act on.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +41,16 @@ def _err(msg: str) -> None:
 
 
 def _print_json(obj: Any) -> None:
+    import json
+
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
 
 
 def _ts(t: float | None) -> str:
     if not t:
         return "-"
+    from datetime import UTC, datetime  # only `history` prints times
+
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
