@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .types_reads import Revision as Revision
     from .types_reads import RevisionChunker as RevisionChunker
     from .types_reads import Stats as Stats
+    from .types_reads import _Keys
     from .watch import WatchEvent as WatchEvent
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
@@ -254,21 +255,9 @@ def _norm(text: str) -> str:
     return _SEPARATORS.sub(" ", text.lower()).strip()
 
 
-@dataclass(frozen=True)
-class _Keys:
-    """One candidate's fields, normalised once (see :func:`_norm`)."""
-
-    repository: str
-    exact: frozenset[str]  # basename, path (with and without .md), repository/path
-    base: str
-    path: str
-    labels: tuple[str, ...]  # front-matter name and every heading (each level)
-    label_text: str  # "\n" + labels joined by "\n" (one substring test finds a prefix)
-    words: str  # " " + the path's words joined by " " (" conv" in it: a word starts so)
-    label_words: str
-
-
 def _keys(d: DocumentSummary) -> _Keys:
+    from .types_reads import _Keys  # built when the finder first ranks (not at import)
+
     path = d.path
     stem = path[:-3] if path.lower().endswith(".md") else path
     base = posixpath.basename(path)

@@ -1,7 +1,8 @@
 """The detail values of :mod:`memlens.core.types` (a document in full, its revisions, a
-hit's source, status-bar counts). Import them from ``memlens.core.types``: it re-exports
-them on first use, so a lexical search or ``memlens docs`` never builds these classes
-(each frozen dataclass costs ~0.6 ms to create; benchmarks/cli_startup.py).
+hit's source, status-bar counts) and the finder's normalised keys. Import them from
+``memlens.core.types``: it re-exports them on first use, so a lexical search or ``memlens
+docs`` never builds these classes (each frozen dataclass costs ~0.6 ms to create;
+benchmarks/cli_startup.py).
 """
 
 from __future__ import annotations
@@ -147,3 +148,18 @@ class Stats:
         """The dict form (what ``MemoryService.stats`` used to return)."""
         return {"db": self.db, "documents": self.documents, "tombstoned": self.tombstoned,
                 "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder}
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """One candidate's fields for :class:`memlens.core.types.FilterIndex`, normalised once
+    (see :func:`memlens.core.types._norm`)."""
+
+    repository: str
+    exact: frozenset[str]  # basename, path (with and without .md), repository/path
+    base: str
+    path: str
+    labels: tuple[str, ...]  # front-matter name and every heading (each level)
+    label_text: str  # "\n" + labels joined by "\n" (one substring test finds a prefix)
+    words: str  # " " + the path's words joined by " " (" conv" in it: a word starts so)
+    label_words: str
