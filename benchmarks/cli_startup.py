@@ -21,7 +21,14 @@ with no ``__pycache__`` then measures compiling every module on every start). Th
 database is built by the first ``--tree`` (trees must share its schema version);
 ``--no-current`` leaves out the installed tree (whose schema may be newer).
 
+``--layers`` instead splits a lexical search into what it pays for: interleaved, the floor
+plus the standard library a lexical search loads, added layer by layer
+(``python -c "import apsw, re, typing, ..."``), then the search itself with
+``MEMLENS_EMBEDDER`` unset and set (its value is checked against the embedder registry,
+which imports the embedders). Warm ``.pyc``; PYTHONDONTWRITEBYTECODE as inherited.
+
 Usage: ``uv run python benchmarks/cli_startup.py [--runs 10] [--tree before=/tmp/old/src]``
+or ``uv run python benchmarks/cli_startup.py --layers [--runs 15]``
 """
 
 from __future__ import annotations
@@ -58,11 +65,64 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, wall
 
 
+# Cumulative layers of the standard library a lexical search loads (first: what needs it).
+LAYERS: list[tuple[str, str]] = [
+    ("re", "re"),  # search_query, argparse, json
+    ("typing", "typing"),  # every module (TYPE_CHECKING, Any)
+    ("dataclasses", "dataclasses"),  # search, search_hits, types, config, sources (inspect, ast, dis)
+    ("pathlib", "pathlib"),  # db, config, service, sources (urllib.parse, ipaddress)
+    ("json", "json"),  # search_hits, service_reads, cli
+    ("threading, zlib", "threading, zlib"),  # db, faults, service_base
+    ("argparse", "argparse"),  # cli
+    ("locale, shutil", "locale, shutil"),  # argparse: gettext and the help formatter's width
+    ("hashlib, importlib.util", "hashlib, importlib.util"),  # embedders (embedder-name check)
+]
+
+
+def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
+    env = dict(os.environ, **{k: v for k, v in base.items() if k.startswith("MEMLENS_")})
+    env.pop("MEMLENS_EMBEDDER", None)
+    rows: list[tuple[str, dict[str, str], list[str]]] = [
+        ("floor `python -c 'import apsw'`", env, [sys.executable, "-c", "import apsw"])]
+    mods: list[str] = ["apsw"]
+    for label, names in LAYERS:
+        mods.append(names)
+        rows.append((f"+ {label}", env, [sys.executable, "-c", "import " + ", ".join(mods)]))
+    search = [*_memlens(), "search", "--mode", "lexical", QUERY, "--db", db]
+    rows.append(("`memlens search --mode lexical ...`, MEMLENS_EMBEDDER unset", env, search))
+    rows.append(("the same, MEMLENS_EMBEDDER=hashing", dict(env, MEMLENS_EMBEDDER="hashing"),
+                 search))
+    rows.append(("`memlens docs --db X`, MEMLENS_EMBEDDER unset", env,
+                 [*_memlens(), "docs", "--db", db]))
+    for _ in range(2):
+        for _, e, cmd in rows:
+            _run(cmd, e)
+    cpu: list[list[float]] = [[] for _ in rows]
+    wall: list[list[float]] = [[] for _ in rows]
+    for _ in range(runs):
+        for i, (_, e, cmd) in enumerate(rows):
+            c, w = _run(cmd, e)
+            cpu[i].append(c)
+            wall[i].append(w)
+    pdwb = os.environ.get("PYTHONDONTWRITEBYTECODE") or "unset"
+    print(f"Medians of {runs} interleaved runs, PYTHONDONTWRITEBYTECODE {pdwb}.\n")
+    print("| process | CPU user+sys (ms) | step (ms) | wall (ms) |")
+    print("|---|---:|---:|---:|")
+    prev = 0.0
+    for i, (name, _, _) in enumerate(rows):
+        med = statistics.median(cpu[i]) * 1000
+        step = f"{med - prev:+.1f}" if 0 < i <= len(LAYERS) else ""
+        prev = med
+        print(f"| {name} | {med:.1f} | {step} | {statistics.median(wall[i]) * 1000:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tree", action="append", default=[], metavar="LABEL=SRC")
     ap.add_argument("--no-current", action="store_true", help="only the --tree trees")
+    ap.add_argument("--layers", action="store_true",
+                    help="split a lexical search into standard-library layers (see above)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="memlens-startup-"))
@@ -87,6 +147,9 @@ def main() -> None:
     first = args.tree[0].partition("=")[2].removesuffix(":pdwb1") if args.tree else None
     _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", db],
          dict(base, PYTHONPATH=first) if first else base)
+    if args.layers:
+        _layers(args.runs, work, db, base)
+        return
     static_db = str(work / "static.db")
     if not args.no_current:
         _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", static_db,
