@@ -68,26 +68,51 @@ class _Postings:
         return int(self.pos.nbytes + self.score.nbytes)
 
 
-@dataclass
 class _Nodes:
-    """Node ids (ascending) of one fingerprint, and their filter columns."""
+    """Node ids (ascending) of one fingerprint; their filter columns are read on the
+    first filtered query (inside that query's snapshot, which has this fingerprint)."""
 
-    ids: npt.NDArray[np.int64]
-    repos: npt.NDArray[np.int32]
-    types: npt.NDArray[np.int32]
-    repo_codes: dict[str, int]
-    type_codes: dict[str, int]
+    def __init__(self, ids: npt.NDArray[np.int64]) -> None:
+        self.ids = ids
+        self._codes: tuple[Any, Any, dict[str, int], dict[str, int]] | None = None
 
-    def allowed(self, repository: str | None, doc_type: str | None) -> Any:
+    @property
+    def nbytes(self) -> int:
+        n = int(self.ids.nbytes)
+        if self._codes is not None:
+            n += int(self._codes[0].nbytes + self._codes[1].nbytes)
+        return n
+
+    def _filter_codes(self, conn: apsw.Connection,
+                      ) -> tuple[Any, Any, dict[str, int], dict[str, int]]:
+        import numpy as np
+
+        if self._codes is None:
+            repos: dict[str, int] = {}
+            types: dict[str, int] = {}
+            got = conn.execute(
+                "SELECT repository, doc_type FROM knowledge_nodes ORDER BY id").fetchall()
+            n = len(got)
+            if n != len(self.ids):
+                raise ValueError("node count moved inside one fingerprint")
+            rc = np.fromiter((repos.setdefault(str(r[0] or ""), len(repos)) for r in got),
+                             np.int32, n)
+            tc = np.fromiter((types.setdefault(str(r[1] or ""), len(types)) for r in got),
+                             np.int32, n)
+            self._codes = (rc, tc, repos, types)
+        return self._codes
+
+    def allowed(self, conn: apsw.Connection, repository: str | None,
+                doc_type: str | None) -> Any:
         """Boolean mask of the rows the filters allow, ``None`` for all, or ``False``
         when a filter names a value no node has."""
         import numpy as np
 
         if not repository and not doc_type:
             return None
+        rc, tc, repos, types = self._filter_codes(conn)
         mask = np.ones(len(self.ids), dtype=bool)
-        for value, codes, known in ((repository, self.repos, self.repo_codes),
-                                    (doc_type, self.types, self.type_codes)):
+        for value, codes, known in ((repository, rc, repos), (doc_type, tc, types)):
             if value:
                 if value not in known:
                     return False
@@ -134,8 +159,7 @@ class LexicalCache:
         with self._lock:
             n = self._bytes
             if self._nodes is not None:
-                n += int(self._nodes.ids.nbytes + self._nodes.repos.nbytes
-                         + self._nodes.types.nbytes)
+                n += self._nodes.nbytes
             return n
 
     def clear(self) -> None:
@@ -173,9 +197,13 @@ class LexicalCache:
             if parts is None:
                 return None
             nodes = self._nodes
+            assert nodes is not None
+            try:
+                allowed = nodes.allowed(conn, repository, doc_type)
+            except ValueError:  # defensive: filter columns of another snapshot
+                return None
             self.served += 1
-        assert nodes is not None
-        return _rank(nodes, parts, k, nodes.allowed(repository, doc_type))
+        return _rank(nodes, parts, k, allowed)
 
     def _parts(self, conn: apsw.Connection, phrases: list[str],
                ) -> list[_Postings] | None:
@@ -261,18 +289,10 @@ class LexicalCache:
 def _load_nodes(conn: apsw.Connection) -> _Nodes:
     import numpy as np
 
-    got = conn.execute(
-        "SELECT id, repository, doc_type FROM knowledge_nodes ORDER BY id").fetchall()
-    repo_codes: dict[str, int] = {}
-    type_codes: dict[str, int] = {}
-    n = len(got)
-    return _Nodes(
-        ids=np.fromiter((r[0] for r in got), np.int64, n),
-        repos=np.fromiter((repo_codes.setdefault(str(r[1] or ""), len(repo_codes)) for r in got),
-                          np.int32, n),
-        types=np.fromiter((type_codes.setdefault(str(r[2] or ""), len(type_codes)) for r in got),
-                          np.int32, n),
-        repo_codes=repo_codes, type_codes=type_codes)
+    # No ORDER BY: SQLite then reads the ids from its smallest covering index instead of
+    # walking the table's pages (88 -> 25 ms at 104k nodes); numpy sorts them.
+    return _Nodes(np.sort(np.fromiter(conn.execute("SELECT id FROM knowledge_nodes"),
+                                      dtype=[("id", np.int64)])["id"]))
 
 
 def _rank(nodes: _Nodes, parts: list[_Postings], k: int,
