@@ -220,6 +220,62 @@ def test_reader_snapshot_is_never_mixed_with_a_newer_one(tmp_path: Path) -> None
         s.close()
 
 
+def test_background_builds_never_make_a_query_wait(svc: MemoryService) -> None:
+    """With a connect factory the second sight schedules the read on a worker and runs
+    the statement; once built, the postings answer exactly as SQL."""
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1,
+                         connect=lambda: dbm.connect(svc.db_path, create=False))
+    try:
+        for q in QUERIES[:15]:
+            with dbm.read_txn(conn):
+                assert _cached(conn, cache, q, 10) is None  # first sight
+                assert _cached(conn, cache, q, 10) is None  # second: scheduled, SQL answers
+            cache.wait_built()
+            with dbm.read_txn(conn):
+                assert _cached(conn, cache, q, 10) == _statement(conn, q, 10), q
+        assert cache.served == 15 and cache.builds > 15
+        assert cache._worker_conn is not None
+    finally:
+        cache.clear()
+    assert cache._worker_conn is None and cache.nbytes() == 0
+
+
+def test_background_build_of_an_older_store_is_dropped(tmp_path: Path) -> None:
+    """A build scheduled before a store change must not land in the new store's cache."""
+    shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(tmp_path, None)
+    try:
+        s.ingest(roots_for_path(tmp_path / "corpus"))
+        conn = s.conn()
+        gate = threading.Event()
+
+        def slow_connect() -> Any:
+            gate.wait(30)
+            return dbm.connect(s.db_path, create=False)
+
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1,
+                             connect=slow_connect)
+        q = "release checklist"
+        with dbm.read_txn(conn):
+            _cached(conn, cache, q, 10)
+            assert _cached(conn, cache, q, 10) is None  # scheduled; the worker waits
+        mem = next((tmp_path / "corpus").glob("*/memory"))
+        (mem / "extra.md").write_text("# Release checklist\n\nrelease checklist release\n")
+        s.ingest(roots_for_path(tmp_path / "corpus"))
+        gate.set()
+        cache.wait_built()
+        assert cache.builds == 0 and not cache._entries  # read at a newer store: dropped
+        with dbm.read_txn(conn):
+            for _ in range(2):
+                assert _cached(conn, cache, q, 10) is None
+            cache.wait_built()
+            assert _cached(conn, cache, q, 10) == _statement(conn, q, 10)
+        cache.clear()
+    finally:
+        s.close()
+
+
 def test_budget_evicts_least_recently_used(svc: MemoryService) -> None:
     conn = svc.conn()
     cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1, budget_bytes=1)

@@ -27,6 +27,8 @@ When to build. Fetching every row of a phrase into RAM costs about twice one que
 a phrase is built the second time it is seen at an unchanged store (as the vector
 matrix is loaded at the second search): a one-shot command never pays, and never
 imports numpy. A query with a phrase seen for the first time runs the SQL statement.
+With a ``connect`` factory (the service passes one) the build runs on a background
+thread while that query runs the statement, so no search waits for a build.
 Phrases under :data:`MIN_ROWS` rows are not kept; their row count is remembered and,
 in a query that also has a kept phrase, their contributions are read per query
 (cheap, by definition); a query of rare phrases only runs the statement. Entries are evicted
@@ -47,6 +49,9 @@ from .node_changes import Fingerprint
 from .node_changes import fingerprint as _nodes_fingerprint
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
@@ -126,13 +131,19 @@ class LexicalCache:
     ``weights``: the bm25 column weights of the search statement (the same SQL text).
     ``min_rows``: phrases matching fewer rows are not kept; ``fixed_rows``: the postings
     answer only when their rows outnumber twice the rare phrases' rows plus this many.
+    ``connect``: opens a connection to the same database; given, phrases are read on a
+    background thread in its own read transaction (at the same fingerprint) while the
+    query that asked for them runs the statement, so no search waits for a build;
+    without it the query that sees a phrase the second time reads it (about twice the
+    statement). :meth:`wait_built` waits for background builds (tests, benchmarks).
 
     ``served`` counts queries answered from the cache, ``builds`` phrases fetched
     (tests and benchmarks read them).
     """
 
     def __init__(self, *, weights: str, min_rows: int = MIN_ROWS,
-                 budget_bytes: int = BUDGET_BYTES, fixed_rows: int = FIXED_ROWS) -> None:
+                 budget_bytes: int = BUDGET_BYTES, fixed_rows: int = FIXED_ROWS,
+                 connect: Callable[[], apsw.Connection] | None = None) -> None:
         self.min_rows = int(min_rows)
         self.fixed_rows = int(fixed_rows)
         self.budget_bytes = int(budget_bytes)
@@ -146,6 +157,10 @@ class LexicalCache:
         self._small: dict[str, int] = {}  # phrase -> rows matched (< min_rows)
         self._entries: OrderedDict[str, _Postings] = OrderedDict()
         self._bytes = 0
+        self._connect = connect
+        self._pending: set[str] = set()  # phrases a background build is reading
+        self._pool: ThreadPoolExecutor | None = None
+        self._worker_conn: apsw.Connection | None = None
 
     def _reset(self, fp: Fingerprint) -> None:
         self._fp, self._nodes = fp, None
@@ -163,9 +178,25 @@ class LexicalCache:
             return n
 
     def clear(self) -> None:
-        """Drop every entry (frees the memory)."""
+        """Drop every entry (frees the memory), stop the worker, close its connection."""
         with self._lock:
             self._reset(("", 0, 0))
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.submit(self._close_worker_conn)
+            pool.shutdown(wait=True)
+
+    def wait_built(self) -> None:
+        """Wait until the background builds submitted so far have finished."""
+        with self._lock:
+            pool = self._pool
+        if pool is not None:
+            pool.submit(lambda: None).result()
+
+    def _close_worker_conn(self) -> None:
+        if self._worker_conn is not None:
+            self._worker_conn.close()
+            self._worker_conn = None
 
     def top(self, conn: apsw.Connection, phrases: list[str], k: int,
             repository: str | None = None, doc_type: str | None = None,
@@ -193,6 +224,10 @@ class LexicalCache:
                 self._reset(fp)
                 self._seen.update(phrases)
                 return None
+            need = [p for p in phrases if p not in self._entries and p not in self._small]
+            if need and self._connect is not None:
+                self._schedule(fp, need)
+                return None
             parts = self._parts(conn, phrases)
             if parts is None:
                 return None
@@ -218,13 +253,7 @@ class LexicalCache:
                 if entry is None:
                     return None
                 got[p] = entry
-                if len(entry.pos) < self.min_rows:
-                    self._small[p] = len(entry.pos)
-                else:
-                    self.builds += 1
-                    self._entries[p] = entry
-                    self._bytes += entry.nbytes
-                    self._evict()
+                self._store(p, entry)
         if not self._worth_it(phrases, got):
             return None
         out: list[_Postings] = []
@@ -239,6 +268,58 @@ class LexicalCache:
             out.append(entry)
         return out
 
+    def _store(self, p: str, entry: _Postings) -> None:
+        """Keep ``entry`` (or only its row count when the phrase is rare); lock held."""
+        if len(entry.pos) < self.min_rows:
+            self._small[p] = len(entry.pos)
+        else:
+            self.builds += 1
+            self._entries[p] = entry
+            self._bytes += entry.nbytes
+            self._evict()
+
+    def _schedule(self, fp: Fingerprint, need: list[str]) -> None:
+        """Read ``need`` on the worker thread (lock held)."""
+        todo = [p for p in need if p not in self._pending]
+        if not todo:
+            return
+        self._pending.update(todo)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-lexical")
+        self._pool.submit(self._build_background, fp, todo)
+
+    def _build_background(self, fp: Fingerprint, todo: list[str]) -> None:
+        from .db import read_txn
+
+        assert self._connect is not None
+        try:
+            if self._worker_conn is None:
+                self._worker_conn = self._connect()
+            conn = self._worker_conn
+            with read_txn(conn):
+                if _nodes_fingerprint(conn, _SPACE) != fp:
+                    return  # the store moved on: the next sightings start again
+                with self._lock:
+                    nodes = self._nodes if self._fp == fp else None
+                if nodes is None:
+                    nodes = _load_nodes(conn)
+                read = {p: _read(conn, nodes, p, self.weights) for p in todo}
+            with self._lock:
+                if self._fp != fp:
+                    return
+                if self._nodes is None:
+                    self._nodes = nodes
+                for p, entry in read.items():
+                    if entry is not None and p not in self._entries and p not in self._small:
+                        self._store(p, entry)
+        except (apsw.Error, ValueError, MemoryError):
+            return  # queries keep using the statement; a later sighting tries again
+        finally:
+            with self._lock:
+                self._pending.difference_update(todo)
+
     def _worth_it(self, phrases: list[str], got: dict[str, _Postings]) -> bool:
         """Whether adding postings beats the statement: FTS5 scores every matching row
         (~0.4 µs), the postings cost a fixed ~0.5 ms over all nodes plus, for each rare
@@ -249,36 +330,8 @@ class LexicalCache:
         return kept >= 2 * rare + self.fixed_rows
 
     def _read(self, conn: apsw.Connection, p: str) -> _Postings | None:
-        """One phrase's terms at this snapshot, or ``None`` (a row that is no node)."""
-        import numpy as np
-
         assert self._nodes is not None
-        fetched = self._fetch(conn, p)
-        if fetched is None:
-            return None
-        ids, score = fetched
-        pos = np.searchsorted(self._nodes.ids, ids)
-        if len(ids) and (int(pos.max()) >= len(self._nodes.ids)
-                         or not bool(np.array_equal(self._nodes.ids[pos], ids))):
-            return None  # a row that is not a node: let SQL answer
-        return _Postings(pos=pos.astype(np.int32), score=score)
-
-    def _fetch(self, conn: apsw.Connection, phrase: str) -> tuple[Any, Any] | None:
-        import numpy as np
-
-        try:
-            got = np.fromiter(conn.execute(
-                f"SELECT rowid, bm25(knowledge_nodes_fts, {self.weights})"
-                " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?", (phrase,)),
-                dtype=[("id", np.int64), ("score", np.float64)])
-        except apsw.SQLError:
-            return None
-        n = len(got)
-        ids, score = np.ascontiguousarray(got["id"]), np.ascontiguousarray(got["score"])
-        if n > 1 and not bool(np.all(ids[1:] > ids[:-1])):
-            order = np.argsort(ids, kind="stable")
-            ids, score = ids[order], score[order]
-        return ids, score
+        return _read(conn, self._nodes, p, self.weights)
 
     def _evict(self) -> None:
         while self._bytes > self.budget_bytes and len(self._entries) > 1:
@@ -293,6 +346,30 @@ def _load_nodes(conn: apsw.Connection) -> _Nodes:
     # walking the table's pages (88 -> 25 ms at 104k nodes); numpy sorts them.
     return _Nodes(np.sort(np.fromiter(conn.execute("SELECT id FROM knowledge_nodes"),
                                       dtype=[("id", np.int64)])["id"]))
+
+
+def _read(conn: apsw.Connection, nodes: _Nodes, phrase: str, weights: str,
+          ) -> _Postings | None:
+    """One phrase's bm25 terms at ``conn``'s snapshot, as positions into ``nodes``;
+    ``None`` when FTS5 rejects the phrase or a row is not one of ``nodes``."""
+    import numpy as np
+
+    try:
+        got = np.fromiter(conn.execute(
+            f"SELECT rowid, bm25(knowledge_nodes_fts, {weights})"
+            " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?", (phrase,)),
+            dtype=[("id", np.int64), ("score", np.float64)])
+    except apsw.SQLError:
+        return None
+    ids, score = np.ascontiguousarray(got["id"]), np.ascontiguousarray(got["score"])
+    if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+        order = np.argsort(ids, kind="stable")
+        ids, score = ids[order], score[order]
+    pos = np.searchsorted(nodes.ids, ids)
+    if len(ids) and (int(pos.max()) >= len(nodes.ids)
+                     or not bool(np.array_equal(nodes.ids[pos], ids))):
+        return None  # a row that is not a node: let SQL answer
+    return _Postings(pos=pos.astype(np.int32), score=score)
 
 
 def _rank(nodes: _Nodes, parts: list[_Postings], k: int,

@@ -138,7 +138,9 @@ class MemoryService(ServiceReads):
         if self._lexical_cache is None:
             from .lexical_cache import LexicalCache
 
-            self._lexical_cache = LexicalCache(weights=search_mod.BM25_WEIGHTS)
+            self._lexical_cache = LexicalCache(
+                weights=search_mod.BM25_WEIGHTS,
+                connect=lambda: dbm.connect(self.db_path, create=False))
         return self._lexical_cache
 
     def close(self) -> None:
