@@ -344,12 +344,14 @@ def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
     cache = svc.lexical_cache()
     # Each set runs three times: the first pass is what a long-lived service pays for
     # words it has not searched before (the statement; a phrase met again within the
-    # pass is built); the second repeats the queries (phrases seen once are built now:
-    # about twice a statement each); the third is the steady state (every phrase known).
+    # pass is built); the second repeats the queries (phrases seen once are built now,
+    # on the service's background thread while the statement answers); the third is the
+    # steady state (every phrase known). Between passes the background builds finish.
     for label, queries in [(f"{name}, pass {i}", qs) for name, qs in sets.items()
                            for i in (1, 2, 3)]:
         t: dict[str, tuple[list[float], list[float]]] = {"search": ([], []), "statement": ([], [])}
         matches: list[int] = []
+        cache.wait_built()  # builds of the previous pass finish in the pause between passes
         served0, builds0 = cache.served, cache.builds
         same = compared = 0
         for qi, text in enumerate(queries):
