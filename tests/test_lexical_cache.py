@@ -68,7 +68,7 @@ def test_same_rows_and_scores_as_the_statement(svc: MemoryService, min_rows: int
     """Every corpus query, with and without filters, at several depths: identical ids and
     bit-identical scores (min_rows=1 keeps every phrase; 10**9 reads each per query)."""
     conn = svc.conn()
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=min_rows)
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=min_rows)
     with dbm.read_txn(conn):
         repos, types = _repos_and_types(conn)
         filters = [(None, None), (repos[0], None), (None, types[0]), (repos[-1], types[0]),
@@ -94,9 +94,20 @@ def test_same_rows_and_scores_as_the_statement(svc: MemoryService, min_rows: int
         assert cache.builds == 0 and cache.served > 50
 
 
-def test_first_sight_runs_sql_second_builds(svc: MemoryService) -> None:
+def test_default_builds_at_the_third_sight(svc: MemoryService) -> None:
     conn = svc.conn()
     cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+    with dbm.read_txn(conn):
+        assert _cached(conn, cache, "sqlite timeout ", 10) is None
+        assert _cached(conn, cache, "timeout sqlite ", 10) is None  # same phrases, twice seen
+        assert cache.builds == 0
+        got = _cached(conn, cache, "sqlite timeout ", 10)  # third query with them: built
+        assert got == _statement(conn, "sqlite timeout ", 10) and cache.builds == 2
+
+
+def test_first_sight_runs_sql_second_builds(svc: MemoryService) -> None:
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1)
     with dbm.read_txn(conn):
         assert _cached(conn, cache, "sqlite timeout", 10) is None  # never seen: statement
         assert cache.builds == 0 and cache.served == 0
@@ -116,8 +127,8 @@ def test_statement_answers_when_postings_would_cost_more(svc: MemoryService) -> 
     conn = svc.conn()
     with dbm.read_txn(conn):
         n_sqlite = len(_statement(conn, "sqlite ", 10**6))
-        big = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1, fixed_rows=n_sqlite)
-        small = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=1,
+        big = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, min_rows=1, fixed_rows=n_sqlite)
+        small = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, min_rows=1,
                              fixed_rows=n_sqlite + 1)
         for cache in (big, small):
             for _ in range(3):
@@ -125,7 +136,7 @@ def test_statement_answers_when_postings_would_cost_more(svc: MemoryService) -> 
         assert big.served == 2 and got is None and small.served == 0
         assert _cached(conn, big, "sqlite ", 10) == _statement(conn, "sqlite ", 10)
         # a kept phrase with a rare one whose rows outweigh it: the statement answers
-        rare = LexicalCache(weights=search_mod.BM25_WEIGHTS, min_rows=10**6, fixed_rows=0)
+        rare = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, min_rows=10**6, fixed_rows=0)
         for _ in range(3):
             assert _cached(conn, rare, "sqlite timeout ", 10) in (
                 None, _statement(conn, "sqlite timeout ", 10))
@@ -143,7 +154,7 @@ def test_property_equal_to_statement(svc: MemoryService, words: list[str], open_
     if build_fts_query(q) is None:
         return
     conn = svc.conn()
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=min_rows)
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=min_rows)
     with dbm.read_txn(conn):
         repos, types = _repos_and_types(conn)
         repo = repos[filt % len(repos)] if filt in (1, 3) else None
@@ -173,7 +184,7 @@ def test_store_change_drops_every_entry(tmp_path: Path) -> None:
     try:
         s.ingest(roots_for_path(base / "corpus"))
         conn = s.conn()
-        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1)
         q = "sqlite connection"
         with dbm.read_txn(conn):
             _cached(conn, cache, q, 10)
@@ -200,7 +211,7 @@ def test_reader_snapshot_is_never_mixed_with_a_newer_one(tmp_path: Path) -> None
     try:
         s.ingest(roots_for_path(tmp_path / "corpus"))
         old = dbm.connect(s.db_path, create=False)
-        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1)
         q = "release checklist"
         with dbm.read_txn(old):
             want_old = _statement(old, q, 10)  # the old snapshot starts here
@@ -224,7 +235,7 @@ def test_background_builds_never_make_a_query_wait(svc: MemoryService) -> None:
     """With a connect factory the second sight schedules the read on a worker and runs
     the statement; once built, the postings answer exactly as SQL."""
     conn = svc.conn()
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1,
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1,
                          connect=lambda: dbm.connect(svc.db_path, create=False))
     try:
         for q in QUERIES[:15]:
@@ -254,7 +265,7 @@ def test_background_build_of_an_older_store_is_dropped(tmp_path: Path) -> None:
             gate.wait(30)
             return dbm.connect(s.db_path, create=False)
 
-        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1,
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1,
                              connect=slow_connect)
         q = "release checklist"
         with dbm.read_txn(conn):
@@ -278,7 +289,8 @@ def test_background_build_of_an_older_store_is_dropped(tmp_path: Path) -> None:
 
 def test_budget_evicts_least_recently_used(svc: MemoryService) -> None:
     conn = svc.conn()
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1, budget_bytes=1)
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1,
+                         budget_bytes=1)
     with dbm.read_txn(conn):
         for q in WORDS:
             if build_fts_query(q) is None:
@@ -293,7 +305,7 @@ def test_service_search_same_hits_with_postings(svc: MemoryService) -> None:
     """Lexical and hybrid search give the same hits (JSON shape, scores, snippets) once
     the postings answer as with no cache; MemoryService.search uses the postings."""
     conn = svc.conn()
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1)
     opts = svc.settings.search.fusion_options(svc.embedder.name)
     for mode in ("lexical", "hybrid"):
         for q in QUERIES[:20]:
@@ -305,7 +317,8 @@ def test_service_search_same_hits_with_postings(svc: MemoryService) -> None:
                                             fusion_options=opts, lexical_cache=cache)
             assert [h.as_json() for h in got.hits] == [h.as_json() for h in want.hits], (mode, q)
     assert cache.served > 0
-    svc._lexical_cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+    svc._lexical_cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1,
+                                      fixed_rows=0, min_rows=1)
     before = svc.lexical_cache().served
     for _ in range(3):
         got = svc.search(QUERIES[0], mode="lexical", k=10, all_projects=True)
@@ -320,7 +333,7 @@ def test_threads_share_one_cache(svc: MemoryService) -> None:
     conn = svc.conn()
     with dbm.read_txn(conn):
         want = {q: _statement(conn, q, 20) for q in QUERIES[:12]}
-    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1, fixed_rows=0, min_rows=1)
     errors: list[str] = []
 
     def run() -> None:

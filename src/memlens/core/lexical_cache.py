@@ -24,9 +24,11 @@ every entry, since the table statistics (row count, average length, each phrase'
 move with it.
 
 When to build. Fetching every row of a phrase into RAM costs about twice one query, so
-a phrase is built the second time it is seen at an unchanged store (as the vector
-matrix is loaded at the second search): a one-shot command never pays, and never
-imports numpy. A query with a phrase seen for the first time runs the SQL statement.
+a phrase is built only the third time it is searched at an unchanged store
+(:data:`BUILD_AFTER`: words a user or Claude keeps searching; building at the second
+sight made a hybrid search of once-repeated queries 15 % slower while the builds took
+the second core): a one-shot command never pays, and never imports numpy. Until then
+its queries run the SQL statement.
 With a ``connect`` factory (the service passes one) the build runs on a background
 thread while that query runs the statement, so no search waits for a build.
 Phrases under :data:`MIN_ROWS` rows are not kept; their row count is remembered and,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 
 MIN_ROWS = 2000  # phrases matching fewer rows are cheap for FTS5 itself
 BUDGET_BYTES = 128 * 1024 * 1024
+BUILD_AFTER = 2  # earlier queries with a phrase (at this store) before it is built
 FIXED_ROWS = 2000  # the postings' fixed cost, in rows FTS5 would score meanwhile
 _SPACE = "fts"  # the fingerprint's space slot: node ids and count only
 
@@ -131,6 +134,8 @@ class LexicalCache:
     ``weights``: the bm25 column weights of the search statement (the same SQL text).
     ``min_rows``: phrases matching fewer rows are not kept; ``fixed_rows``: the postings
     answer only when their rows outnumber twice the rare phrases' rows plus this many.
+    ``build_after``: how many earlier queries (at an unchanged store) must have had a
+    phrase before it is read into RAM.
     ``connect``: opens a connection to the same database; given, phrases are read on a
     background thread in its own read transaction (at the same fingerprint) while the
     query that asked for them runs the statement, so no search waits for a build;
@@ -143,8 +148,10 @@ class LexicalCache:
 
     def __init__(self, *, weights: str, min_rows: int = MIN_ROWS,
                  budget_bytes: int = BUDGET_BYTES, fixed_rows: int = FIXED_ROWS,
-                 connect: Callable[[], apsw.Connection] | None = None) -> None:
+                 connect: Callable[[], apsw.Connection] | None = None,
+                 build_after: int = BUILD_AFTER) -> None:
         self.min_rows = int(min_rows)
+        self.build_after = max(1, int(build_after))
         self.fixed_rows = int(fixed_rows)
         self.budget_bytes = int(budget_bytes)
         self.weights = weights
@@ -153,7 +160,7 @@ class LexicalCache:
         self._lock = threading.Lock()
         self._fp: Fingerprint | None = None
         self._nodes: _Nodes | None = None
-        self._seen: set[str] = set()
+        self._seen: dict[str, int] = {}  # phrase -> queries it was in, at this store
         self._small: dict[str, int] = {}  # phrase -> rows matched (< min_rows)
         self._entries: OrderedDict[str, _Postings] = OrderedDict()
         self._bytes = 0
@@ -212,9 +219,10 @@ class LexicalCache:
             # does not pay for the read (the node index it walks is often out of SQLite's
             # page cache after an FTS query: ~0.5-0.7 ms at 104k nodes). Entries are used
             # only after the fingerprint check below.
-            first = [p for p in phrases if p not in self._seen
+            first = [p for p in phrases if self._seen.get(p, 0) < self.build_after
                      and p not in self._entries and p not in self._small]
-            self._seen.update(phrases)
+            for p in phrases:
+                self._seen[p] = self._seen.get(p, 0) + 1
             if first or all(p in self._small for p in phrases):
                 return None  # new phrases, or only rare ones: FTS5 itself is cheap
             fp = _nodes_fingerprint(conn, _SPACE)
@@ -222,7 +230,7 @@ class LexicalCache:
                 self._fp = fp
             elif fp != self._fp:  # the store changed: every phrase starts from first sight
                 self._reset(fp)
-                self._seen.update(phrases)
+                self._seen.update(dict.fromkeys(phrases, 1))
                 return None
             need = [p for p in phrases if p not in self._entries and p not in self._small]
             if need and self._connect is not None:
