@@ -569,3 +569,16 @@ def test_static_model_dir_location() -> None:
     assert emb.STATIC_MODEL_DIR.parent.name == "models"
     assert emb.STATIC_MODEL_DIR.name == "memlens-static-minilm"
     assert emb.STATIC_MODEL_DIR.parent.parent == Path(emb.__file__).resolve().parent
+
+
+def test_every_registered_name_is_a_known_name_and_back() -> None:
+    """The import-free name list the config checks (core/embedder_names.py) and the
+    factory registry of core/embedding.py hold the same names and aliases."""
+    from memlens.core import embedding as emb_mod
+    from memlens.core import embedder_names
+
+    assert set(emb_mod._FACTORIES) == set(embedder_names.EMBEDDER_NAMES)
+    assert all(target in emb_mod._FACTORIES for target in embedder_names.ALIASES.values())
+    for name in [*embedder_names.EMBEDDER_NAMES, *embedder_names.ALIASES, "auto", " Static "]:
+        assert emb_mod.known_embedder(name)
+    assert not emb_mod.known_embedder("no-such-embedder")

@@ -118,7 +118,9 @@ def test_sqlite_vec_path_matches_the_package() -> None:
 # The write side of the core: chunker, projection, ingest, purge, preview, in-RAM vectors.
 WRITE_SIDE = ("memlens.core.chunking", "memlens.core.projection", "memlens.core.ingest",
               "memlens.core.store_purge", "memlens.core.preview", "memlens.core.vector_matrix",
-              "memlens.core.chunker_choice")
+              "memlens.core.chunker_choice",
+              # the embedder name in MEMLENS_EMBEDDER is checked against embedder_names.py
+              "memlens.core.embedding", "memlens.core.embedders")
 
 
 @pytest.mark.parametrize(

@@ -325,7 +325,7 @@ def _coerce(key: str, value: Any, where: str) -> Any:
 def _check_value(key: str, value: Any, where: str) -> None:
     """Range and choice checks beyond the type."""
     if key == "embedder.name" and isinstance(value, str):
-        from .embedding import EMBEDDER_NAMES, known_embedder
+        from .embedder_names import EMBEDDER_NAMES, known_embedder
 
         if not known_embedder(value):
             raise ConfigError(f"{where}: unknown embedder {value!r}; valid names: auto, "

@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .embedder_names import ALIASES as _NAME_ALIASES
+from .embedder_names import known_embedder as known_embedder
 from .embedders.base import (
     _EXTRA_MODEL2VEC,
     _EXTRA_ST,
@@ -423,22 +425,7 @@ _FACTORIES: Final[dict[str, Callable[[_Options], Embedder]]] = {
     "static": _make_static,
 }
 
-_ALIASES: Final[dict[str, str]] = {
-    "hash": "hashing",
-    "sentence_transformers": "sentence-transformers",
-    "sentencetransformers": "sentence-transformers",
-    "st": "sentence-transformers",
-    "openai-compatible": "openai",
-    "ollama": "openai",
-    "onnx": "minilm",
-    "minilm-onnx": "minilm",
-}
-
-
-def known_embedder(name: str) -> bool:
-    """Whether ``name`` is ``auto``, a registered embedder or one of its aliases."""
-    key = name.strip().lower()
-    return key == "auto" or key in _FACTORIES or key in _ALIASES
+_ALIASES: Final[dict[str, str]] = _NAME_ALIASES
 
 
 def make_embedder(name: str, options: Mapping[str, object] | None = None) -> Embedder:

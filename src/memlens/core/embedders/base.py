@@ -13,6 +13,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
+from ..embedder_names import EMBEDDER_NAMES as EMBEDDER_NAMES
+
 if TYPE_CHECKING:  # numpy is imported where vectors are made (it costs ~50-170 ms)
     import numpy as np
     import numpy.typing as npt
@@ -21,14 +23,6 @@ if TYPE_CHECKING:  # numpy is imported where vectors are made (it costs ~50-170 
     """A float32 numpy array (a matrix of shape ``(n, dim)`` or a vector of shape ``(dim,)``)."""
 
 METRIC: Final = "cosine"
-EMBEDDER_NAMES: Final[tuple[str, ...]] = (
-    "hashing",
-    "minilm",
-    "model2vec",
-    "openai",
-    "sentence-transformers",
-    "static",
-)
 
 STATIC_MODEL_NAME: Final = "memlens-static-minilm"
 """Where the shipped distilled model lives (read at :func:`make_embedder` time)."""
