@@ -4,7 +4,7 @@ Usage::
 
     uv run python benchmarks/tui.py [--docs 10000] [--cache /tmp/memlens-tui-bench]
         [--rebuild] [--queries 30] [--rounds 2] [--spawns 3] [--key-gap-ms 0]
-        [--find-stalls] [--json]
+        [--find-stalls] [--valve-only] [--repeat-queries 1] [--json]
 
 **Database.** A synthetic corpus (:func:`memlens.core.bench.generate_corpus`, the
 real auto-memory size mix) is ingested and projected through ``MemoryService``
@@ -53,7 +53,16 @@ settled; between queries the box is emptied and the area goes back to
   (a 5 ms asyncio ticker measures its own lateness). ``--find-stalls`` adds a
   watchdog thread that samples the loop thread's stack whenever the ticker is
   more than 30 ms late and prints the sampled frames (what blocked the loop),
-  and times every garbage collection per generation (``gc.callbacks``).
+  and times every garbage collection per generation (``gc.callbacks``), per phase
+  too, the longest with the collector's counts before them. Each stall over 50 ms
+  is listed with the collection time inside it, the loop thread's CPU and the
+  process's CPU over it (loop CPU near the wall: the loop computed; process CPU
+  well above the loop's: another thread of ours held the interpreter lock; both
+  far below the wall: other processes had the cores) and whether a lexical-cache
+  build (``memlens.core.lexical_cache``: phrase postings, node arrays; timed by
+  wrapping the service's instance) overlapped it. Each phase ends with the
+  collector's counts, the objects it tracks and the RSS (memory must stay bounded)
+  and the collections the app's heap keeper ran.
 
 Like ``memlens tui``, the harness gives numpy's OpenBLAS one thread unless
 ``OPENBLAS_NUM_THREADS`` is set (``memlens.tui.cli_tui.limit_blas_threads``); the JSON
@@ -155,6 +164,7 @@ class LoopWatch:
     """
 
     PERIOD = 0.005
+    LONG_GC = 0.02
 
     def __init__(self, *, sample: bool = False, sample_after: float = 0.03) -> None:
         self.worst = 0.0
@@ -168,17 +178,39 @@ class LoopWatch:
         self._loop_thread = threading.get_ident()
         # generation: [count, longest wall s, longest CPU s, total wall s, on other threads]
         self.gc_pauses: dict[int, list[float]] = {}
+        self.phase_gc: dict[int, list[float]] = {}  # the same, this phase
         self._gc_started = (0.0, 0.0)
+        self._gc_count = (0, 0, 0)
+        self.long_gc: list[dict[str, Any]] = []  # collections over LONG_GC s of CPU
+        self._gc_since_tick = 0.0  # collection wall time since the ticker last ran
+        # With ``sample``: every stall over the target as (ended at, late s, of which
+        # collections s), this phase; intervals (start, end, what) of other work that
+        # may hold the interpreter lock (lexical-cache builds), to match against them.
+        self.stall_log: list[tuple[float, float, float, float, float]] = []
+        self.busy: list[tuple[float, float, str]] = []
+        self.builds: list[tuple[str, float, float]] = []  # (what, wall s, thread CPU s)
 
     async def _tick(self) -> None:
         period = self.PERIOD
         self._last = last = time.perf_counter()
+        loop_cpu, proc_cpu = time.thread_time(), time.process_time()
         while True:
             await asyncio.sleep(period)
             now = time.perf_counter()
             late = now - last - period
             if late > STALL_TARGET_MS / 1000:
                 self.stalls.append(late)
+                if self._sample:
+                    # CPU beside wall: the loop thread's own (it computed: a handler, a
+                    # render, a collection) and the process's (another thread of ours
+                    # ran, holding the interpreter lock the loop waited for); neither
+                    # near the wall: other processes had the cores.
+                    self.stall_log.append((now, late, self._gc_since_tick,
+                                           time.thread_time() - loop_cpu,
+                                           time.process_time() - proc_cpu))
+            if self._sample:
+                loop_cpu, proc_cpu = time.thread_time(), time.process_time()
+            self._gc_since_tick = 0.0
             self.worst = max(self.worst, late)
             self._last = last = now
 
@@ -201,14 +233,23 @@ class LoopWatch:
         # the thread waited for a core. A collection in a worker thread holds the
         # interpreter lock too, so it stalls the loop just the same (counted apart).
         if phase == "start":
+            self._gc_count = gc.get_count()
             self._gc_started = (time.perf_counter(), time.thread_time())
             return
         took = time.perf_counter() - self._gc_started[0]
         cpu = time.thread_time() - self._gc_started[1]
         gen = info.get("generation", -1)
-        n, worst, worst_cpu, total, other = self.gc_pauses.get(gen, [0, 0.0, 0.0, 0.0, 0])
-        self.gc_pauses[gen] = [n + 1, max(worst, took), max(worst_cpu, cpu), total + took,
-                               other + (threading.get_ident() != self._loop_thread)]
+        if cpu > self.LONG_GC:
+            self.long_gc.append({"gen": gen, "cpu_ms": round(cpu * 1000, 1),
+                                 "wall_ms": round(took * 1000, 1),
+                                 "count_before": list(self._gc_count),
+                                 "collected": info.get("collected", 0)})
+        self._gc_since_tick += took
+        worker = threading.get_ident() != self._loop_thread
+        for table in (self.gc_pauses, self.phase_gc):
+            n, worst, worst_cpu, total, other = table.get(gen, [0, 0.0, 0.0, 0.0, 0])
+            table[gen] = [n + 1, max(worst, took), max(worst_cpu, cpu), total + took,
+                          other + worker]
 
     def start(self) -> None:
         """Start ticking (on the running loop) and, if asked, the watchdog and GC timing."""
@@ -222,7 +263,22 @@ class LoopWatch:
         """The worst lateness since the last reset (seconds); starts a new phase."""
         worst, self.worst = self.worst, 0.0
         self.stalls = []
+        self.stall_log = []
+        self.phase_gc = {}
         return worst
+
+    def stall_report(self) -> dict[str, Any]:
+        """This phase's collections per generation, and its stalls over the target
+        with the collection time inside each and whether a cache build overlapped."""
+        stalls = []
+        for end, late, in_gc, loop_cpu, proc_cpu in self.stall_log:
+            start = end - late - self.PERIOD
+            overlap = sorted({what for b0, b1, what in self.busy if b0 < end and b1 > start})
+            stalls.append({"ms": round(late * 1000, 1), "gc_ms": round(in_gc * 1000, 1),
+                           "loop_cpu_ms": round(loop_cpu * 1000, 1),
+                           "process_cpu_ms": round(proc_cpu * 1000, 1),
+                           **({"during": overlap} if overlap else {})})
+        return {"stalls": stalls, "gc": _gc_table(self.phase_gc)}
 
     def stop(self) -> None:
         """Stop the ticker and the watchdog."""
@@ -393,27 +449,92 @@ async def _settled(app: Any, pilot: Any, tap: FrameTap, quiet: float = 0.08,
     raise TimeoutError("the screen did not settle")
 
 
+def _gc_table(pauses: dict[int, list[float]]) -> dict[str, dict[str, float]]:
+    return {f"gen{g}": {"count": int(n), "longest_ms": round(w * 1000, 1),
+                        "longest_cpu_ms": round(c * 1000, 1), "total_ms": round(t * 1000, 1),
+                        "in_workers": int(o)}
+            for g, (n, w, c, t, o) in sorted(pauses.items())}
+
+
+def _heap_state(app: Any) -> dict[str, Any]:
+    """What the collector holds at the end of a phase (memory must stay bounded), and
+    the collections the app's heap keeper ran (older trees have none)."""
+    out: dict[str, Any] = {"gc_count": list(gc.get_count()),
+                           "tracked_objects": len(gc.get_objects())}
+    try:
+        with open("/proc/self/statm") as f:
+            out["rss_mb"] = round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20,
+                                  1)
+    except (OSError, ValueError):
+        pass
+    kept = getattr(getattr(app, "heap", None), "collections", None)
+    if kept is not None:
+        out["keeper_collections"] = {f"{r}{g}": n for (r, g), n in sorted(kept.items())}
+    cache = getattr(getattr(app, "service", None), "_lexical_cache", None)
+    if cache is not None:
+        out["lexical_cache"] = {"builds": cache.builds, "served": cache.served}
+    return out
+
+
+def _time_lexical_builds(svc: Any, watch: LoopWatch) -> None:
+    """Record when the service's lexical-cache builds (phrase postings, node arrays)
+    run, wall and thread CPU, so stalls can be matched against them (instrumentation
+    of the instance and module; the cache itself is unchanged)."""
+    try:
+        from memlens.core import lexical_cache as lc
+    except ImportError:
+        return
+    getter = getattr(svc, "lexical_cache", None)
+    if getter is None:
+        return
+    cache = getter()
+
+    def timed(what: str, fn: Any) -> Any:
+        def run(*args: Any) -> Any:
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                end = time.perf_counter()
+                watch.busy.append((t, end, what))
+                watch.builds.append((what, end - t, time.thread_time() - c))
+        return run
+
+    # The phrase read is a method in older trees, a module function (run on the cache's
+    # own background thread) in newer ones.
+    if hasattr(cache, "_fetch"):
+        cache._fetch = timed("phrase postings", cache._fetch)
+    elif hasattr(lc, "_read"):
+        lc._read = timed("phrase postings", lc._read)  # type: ignore[attr-defined,unused-ignore]
+    if hasattr(lc, "_load_nodes"):
+        lc._load_nodes = timed("node arrays", lc._load_nodes)  # type: ignore[attr-defined,unused-ignore]
+
+
 class Phase:
     """Wall and process CPU time of one phase, and its worst loop stall."""
 
-    def __init__(self, watch: LoopWatch) -> None:
+    def __init__(self, watch: LoopWatch, app: Any = None) -> None:
         self.watch = watch
+        self.app = app
         watch.reset()
         self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
 
     def end(self) -> dict[str, float]:
         """``wall_s``, ``cpu_s``, ``loop_stall_ms``, ``stalls_over_50ms``."""
         stalls = len(self.watch.stalls)
-        return {"wall_s": round(time.perf_counter() - self.wall0, 2),
-                "cpu_s": round(time.process_time() - self.cpu0, 2),
+        wall, cpu = time.perf_counter() - self.wall0, time.process_time() - self.cpu0
+        extra = self.watch.stall_report() if self.watch._sample else {}
+        if self.app is not None:
+            extra.update(_heap_state(self.app))
+        return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
                 "loop_stall_ms": round(self.watch.reset() * 1000, 1),
-                "stalls_over_50ms": stalls}
+                "stalls_over_50ms": stalls, **extra}
 
 
 # -- in process ----------------------------------------------------------------------
 async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
                   key_gap: float = 0.0, find_stalls: bool = False,
-                  detail_moves: int = 30,
+                  detail_moves: int = 30, repeat_queries: int = 1,
                   filters: Sequence[str] = ("auth", "deploy", "cach", "runbook 12", "p0042"),
                   ) -> dict[str, Any]:
     """Run the app over ``db`` and time first paint, navigation, filter and search."""
@@ -423,9 +544,11 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     from memlens.tui.screens.search import SearchScreen
 
     out: dict[str, Any] = {}
-    queries = bench.generate_queries(n_queries, seed=1)
+    queries = bench.generate_queries(n_queries, seed=1) * max(1, repeat_queries)
     svc = _service(db)
     watch = LoopWatch(sample=find_stalls)
+    if find_stalls:
+        _time_lexical_builds(svc, watch)
     tap = FrameTap(*SIZE)
     t0 = time.perf_counter()
     cpu0 = time.process_time()
@@ -434,7 +557,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     tap.install(app)
     async with app.run_test(size=SIZE) as pilot:
         watch.start()
-        phase = Phase(watch)
+        phase = Phase(watch, app)
         await _settled(app, pilot, tap)
         tree = _region(app.doc_tree)
         listed = tap.first_showing(t0, [tree], "BrowserScreen")
@@ -445,7 +568,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
         out["startup"] = phase.end()
 
         # Cursor moves in the tree: each shows a document's chunks, timeline, projection.
-        phase = Phase(watch)
+        phase = Phase(watch, app)
         detail = _region(app.browser.query_one("#detail")) \
             if app.browser.query("#detail") else (tree[2], 0, SIZE[0] - tree[2], SIZE[1])
         times = []
@@ -459,7 +582,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
         out["detail"] = {**_summary(times), **phase.end()}
 
         # Fuzzy filter, typed key by key (the debounce keeps only the last keystroke).
-        phase = Phase(watch)
+        phase = Phase(watch, app)
         await pilot.press("slash")
         flt = app.query_one("#filter", Input)
         times = []
@@ -491,7 +614,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
         for mode in modes:
             screen.set_mode(mode)
             await _settled(app, pilot, tap)
-            phase = Phase(watch)
+            phase = Phase(watch, app)
             times, service, in_app, missed = [], [], [], 0
             to_fired, to_frame = [], []
             for q in queries:
@@ -529,11 +652,10 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     out["tap_ms_per_frame"] = round(tap.tap_seconds / max(1, len(tap.frames)) * 1000, 3)
     if find_stalls:
         out["stall_samples"] = [{"count": n, "stack": s} for s, n in watch.samples.most_common(8)]
-        out["gc_pauses"] = {
-            f"gen{g}": {"count": int(n), "longest_ms": round(w * 1000, 1),
-                        "longest_cpu_ms": round(c * 1000, 1), "total_ms": round(t * 1000, 1),
-                        "in_workers": int(o)}
-            for g, (n, w, c, t, o) in sorted(watch.gc_pauses.items())}
+        out["gc_pauses"] = _gc_table(watch.gc_pauses)
+        out["long_collections"] = sorted(watch.long_gc, key=lambda c: -c["cpu_ms"])[:12]
+        out["lexical_builds"] = [{"what": w, "wall_ms": round(t * 1000, 1),
+                                  "cpu_ms": round(c * 1000, 1)} for w, t, c in watch.builds]
     return out
 
 
@@ -692,9 +814,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="pause between the keystrokes of a query (0: as fast as Pilot goes)")
     ap.add_argument("--find-stalls", action="store_true",
                     help="sample the loop thread's stack during stalls over 30 ms")
+    ap.add_argument("--repeat-queries", type=int, default=1,
+                    help="type the query list this many times per mode (a long-lived service"
+                         " builds lexical phrase postings for phrases it has seen before)")
+    ap.add_argument("--valve-only", action="store_true",
+                    help="the app never sees the UI idle (memlens.tui.heap.IDLE_AFTER = inf):"
+                         " only the heap keeper's safety valve collects; the tracked"
+                         " objects and RSS per phase show whether memory stays bounded")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     _limit_blas_threads()
+    if args.valve_only:
+        from memlens.tui import heap
+
+        if not hasattr(heap, "IDLE_AFTER"):
+            ap.error("--valve-only: this tree's heap keeper has no idle collection")
+        heap.IDLE_AFTER = float("inf")  # type: ignore[attr-defined,unused-ignore]
     args.cache.mkdir(parents=True, exist_ok=True)
     db = db_path(args.cache, args.docs)
     result: dict[str, Any] = {"command": "uv run python benchmarks/tui.py " + " ".join(
@@ -712,7 +847,8 @@ def main(argv: list[str] | None = None) -> int:
         modes = MODES[i % 3:] + MODES[:i % 3]  # rotate which mode runs first
         rounds.append(asyncio.run(measure(db, args.queries, modes=modes,
                                           key_gap=args.key_gap_ms / 1000,
-                                          find_stalls=args.find_stalls)))
+                                          find_stalls=args.find_stalls,
+                                          repeat_queries=args.repeat_queries)))
         print(f"round {i + 1}/{args.rounds} done", file=sys.stderr)
     result["core_search"] = core_search(db, args.queries)
     result["rounds"] = rounds

@@ -4,8 +4,10 @@
   follow in a second message), so the first listing does not wait for ~300
   ``MEMORY.md`` reads;
 * the big long-lived structures (listing, fuzzy-filter candidates) are frozen out of
-  the collector's sight, and the youngest generation's threshold is raised while the
-  app runs (put back when it stops);
+  the collector's sight;
+* while the app runs, automatic collection is off (put back when it stops) and the
+  heap keeper collects when the UI is idle: never while keys arrive, soon after they
+  stop, and, past the safety valve, whatever the UI does;
 * the search screen stamps when its debounce fired and when the results were handled
   (``benchmarks/tui.py`` splits keystroke -> screen with them).
 
@@ -19,7 +21,7 @@ import os
 import subprocess
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,15 @@ import pytest
 from textual.message import Message
 
 from memlens.tui.app import MemlensApp
-from memlens.tui.heap import YOUNG_THRESHOLD, HeapKeeper
+from memlens.tui.heap import (
+    FULL_IDLE,
+    IDLE_AFTER,
+    IDLE_YOUNG,
+    TICK,
+    VALVE,
+    YOUNG_THRESHOLD,
+    HeapKeeper,
+)
 from memlens.tui.messages import DocumentsLoaded, IndexWarningsLoaded
 from memlens.tui.screens.search import DEBOUNCE_SECONDS, SearchScreen
 
@@ -120,9 +130,11 @@ async def test_replace_warnings_redraws_the_rows(scenario: Scenario) -> None:
 @async_test
 async def test_filter_candidates_are_frozen_and_thresholds_restored(scenario: Scenario) -> None:
     before = gc.get_threshold()
+    assert gc.isenabled()
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        assert not gc.isenabled() and app.heap.managed
         assert gc.get_threshold()[0] == max(YOUNG_THRESHOLD, before[0])
         assert gc.get_threshold()[1:] == before[1:]
         idx = app._filter_index
@@ -133,6 +145,7 @@ async def test_filter_candidates_are_frozen_and_thresholds_restored(scenario: Sc
         assert id(idx.candidates[0]) not in tracked
         assert app.heap.freezes >= 2  # the listing, then the filter's candidates
     assert gc.get_threshold() == before
+    assert gc.isenabled()
 
 
 class _Cyclic:
@@ -142,27 +155,122 @@ class _Cyclic:
         self.me = self
 
 
-def test_heap_keeper_collects_everything_every_tenth_listing() -> None:
-    before = gc.get_threshold()
-    keeper = HeapKeeper()
-    keeper.start()
-    keeper.start()  # twice: the thresholds of the first start are what stop restores
+def _cyclic_garbage(n: int) -> weakref.ref[_Cyclic]:
+    """``n`` unreachable objects each in a cycle (only a collection frees them); a
+    weak reference to one of them."""
+    junk = [_Cyclic() for _ in range(n)]
+    ref = weakref.ref(junk[0])
+    del junk
+    return ref
+
+
+@pytest.fixture
+def keeper() -> Iterator[HeapKeeper]:
+    """A started keeper (automatic collection off), stopped afterwards."""
+    before = (gc.get_threshold(), gc.isenabled())
+    k = HeapKeeper()
+    k.start()
+    k.start()  # twice: what the first start found is what stop puts back
     try:
+        yield k
+    finally:
+        k.stop()
+        assert (gc.get_threshold(), gc.isenabled()) == before
+
+
+def test_idle_collection_policy(keeper: HeapKeeper) -> None:
+    """What tick() collects, by quiet time, busyness and the collector's counts (explicit
+    times: no clock involved)."""
+    assert not gc.isenabled() and keeper.managed
+    gc.collect()
+    keeper.input_seen(100.0)
+    ref = _cyclic_garbage(IDLE_YOUNG * 2)
+    assert keeper.tick(100.0 + IDLE_AFTER / 2) is None  # a key came just now
+    assert keeper.tick(100.0 + IDLE_AFTER * 2, busy=True) is None  # a search in flight
+    assert ref() is not None and keeper.collections == {}
+    assert keeper.tick(100.0 + IDLE_AFTER * 2) == ("idle", 0)
+    assert ref() is None and gc.get_count()[1] == 1
+    assert keeper.tick(100.0 + IDLE_AFTER * 2) is None  # nothing pending: no wake-up
+    # The middle generation when Python's count says it is due; the oldest only after
+    # a long quiet time.
+    _, t1, t2 = gc.get_threshold()
+    for _ in range(t1 - 1):
+        gc.collect(0)
+    assert keeper.due(100.0 + IDLE_AFTER * 2, busy=False) == ("idle", 1)
+    for _ in range(t2):
+        gc.collect(1)
+    assert keeper.due(100.0 + IDLE_AFTER * 2, busy=False) is None
+    assert keeper.due(100.0 + FULL_IDLE, busy=False) == ("idle", 2)
+    assert keeper.tick(100.0 + FULL_IDLE) == ("idle", 2) and gc.get_count()[2] == 0
+
+
+def test_valve_collects_while_the_ui_is_busy(keeper: HeapKeeper) -> None:
+    gc.collect()
+    keeper.input_seen(100.0)
+    ref = _cyclic_garbage(VALVE[0] * YOUNG_THRESHOLD - 1000)
+    assert keeper.tick(100.0, busy=True) is None  # short of the valve: waits for idle
+    assert ref() is not None
+    ref = _cyclic_garbage(2000)
+    assert keeper.tick(100.0, busy=True) == ("valve", 0)
+    assert ref() is None
+    # The older generations have their valves too (a UI that is never idle).
+    _, t1, t2 = gc.get_threshold()
+    for _ in range(VALVE[1] * t1):
+        gc.collect(0)
+    assert keeper.due(100.0, busy=True) == ("valve", 1)
+    for _ in range(VALVE[2] * t2):
+        gc.collect(1)
+    assert keeper.due(100.0, busy=True) == ("valve", 2)
+    assert keeper.collections == {("valve", 0): 1}
+
+
+def test_heap_keeper_reclaims_frozen_garbage_when_idle(keeper: HeapKeeper) -> None:
+    garbage = _Cyclic()
+    ref = weakref.ref(garbage)
+    keeper.keep_long_lived()
+    del garbage
+    gc.collect()
+    assert ref() is not None  # frozen: no ordinary collection frees it
+    for _ in range(HeapKeeper.FULL_COLLECT_EVERY - 1):
+        keeper.full_listing_shown()
+    assert not keeper.reclaim_due
+    keeper.full_listing_shown()  # the tenth: asked for, not run in the listing's handler
+    assert keeper.reclaim_due and keeper.full_collections == 0 and ref() is not None
+    keeper.input_seen(100.0)
+    assert keeper.tick(100.0 + IDLE_AFTER * 2) != ("idle", 2)  # not quiet long enough
+    assert ref() is not None
+    assert keeper.tick(100.0 + FULL_IDLE) == ("idle", 2)  # unfreeze, collect, freeze
+    assert keeper.full_collections == 1 and not keeper.reclaim_due and ref() is None
+    # Never idle: the next tenth listing reclaims at once.
+    garbage = _Cyclic()
+    ref = weakref.ref(garbage)
+    keeper.keep_long_lived()
+    del garbage
+    for _ in range(2 * HeapKeeper.FULL_COLLECT_EVERY):
+        keeper.full_listing_shown()
+    assert keeper.full_collections == 2 and ref() is None
+
+
+def test_unmanaged_keeper_collects_the_tenth_listing_at_once() -> None:
+    """With automatic collection off before the app started, the keeper never collects
+    on its own; the tenth listing's reclaim runs in place, as it always did."""
+    gc.disable()
+    try:
+        keeper = HeapKeeper()
+        keeper.start()
+        assert not keeper.managed
         garbage = _Cyclic()
         ref = weakref.ref(garbage)
         keeper.keep_long_lived()
         del garbage
-        gc.collect()
-        assert ref() is not None  # frozen: no ordinary collection frees it
-        for _ in range(HeapKeeper.FULL_COLLECT_EVERY - 1):
+        assert keeper.tick(1e9) is None
+        for _ in range(HeapKeeper.FULL_COLLECT_EVERY):
             keeper.full_listing_shown()
-        assert keeper.full_collections == 0 and ref() is not None
-        keeper.full_listing_shown()  # the tenth: unfreeze, collect, freeze
-        assert keeper.full_collections == 1
-        assert ref() is None
-    finally:
+        assert keeper.full_collections == 1 and ref() is None
         keeper.stop()
-    assert gc.get_threshold() == before
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_heap_keeper_leaves_disabled_thresholds_alone() -> None:
@@ -171,10 +279,60 @@ def test_heap_keeper_leaves_disabled_thresholds_alone() -> None:
     try:
         keeper = HeapKeeper()
         keeper.start()
-        assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold()[0] == 0 and not keeper.managed and gc.isenabled()
         keeper.stop()
     finally:
         gc.set_threshold(*before)
+
+
+@async_test
+async def test_app_collects_when_idle_never_while_keys_arrive(scenario: Scenario) -> None:
+    """In the running app: garbage made while keys keep coming stays (no collection at
+    all, the heap timer ticking meanwhile), is collected once they stop, and the valve
+    collects a pile past it even while keys still come."""
+    app = scenario.app()
+    runs: list[bool] = []  # per collection: did the keeper run it
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(app.heap.collecting)
+
+    async def keys_for(ticks: int, until: Callable[[], bool] = lambda: False) -> None:
+        # An unbound key: input, but no work (no debounce, no worker).
+        for _ in range(ticks):
+            await pilot.press("f12")
+            await pilot.pause(TICK * 1.5)  # under IDLE_AFTER between two keys
+            if until():
+                return
+
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        gc.callbacks.append(seen)
+        try:
+            await keys_for(1)
+            gc.collect()  # counts from zero: no valve is near while the keys come
+            runs.clear()
+            ticks = app.heap.ticks
+            ref = _cyclic_garbage(IDLE_YOUNG * 2)
+            await keys_for(12)
+            assert app.heap.ticks > ticks + 6  # the timer ran while keys came...
+            assert ref() is not None and runs == []  # ...and nothing collected
+            for _ in range(100):  # keys stop: the next idle tick collects it
+                await pilot.pause(TICK)
+                if ref() is None:
+                    break
+            assert ref() is None and runs and all(runs)
+            assert app.heap.collections[("idle", 0)] >= 1
+
+            # Past the valve, keys coming do not hold the collection back.
+            runs.clear()
+            ref = _cyclic_garbage(VALVE[0] * YOUNG_THRESHOLD + IDLE_YOUNG)
+            await keys_for(20, until=lambda: ref() is None)
+            assert ref() is None and runs and all(runs)
+            assert app.heap.collections[("valve", 0)] >= 1
+        finally:
+            gc.callbacks.remove(seen)
+    assert gc.isenabled()
 
 
 @async_test

@@ -33,7 +33,7 @@ from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 from .closing import exit_requested, quiet_when_closing
 from .commands import BROWSER_ACTIONS, MemlensCommands
 from .demo import banner
-from .heap import HeapKeeper
+from .heap import TICK, HeapKeeper
 from .messages import (
     DetailLoaded,
     DetailMissing,
@@ -192,6 +192,7 @@ class MemlensApp(AppWorkers):
         Called by the browser once its widgets exist (after the app's own mount).
         """
         self.heap.start()
+        self.set_interval(TICK, self._collect_if_idle, name="heap")
         self.status_bar.demo = self.demo
         self.status_bar.watch_state = "starting" if self.watch_enabled else "off"
         self.doc_tree.focus()
@@ -232,6 +233,17 @@ class MemlensApp(AppWorkers):
         return not any(w.group != "watcher" and w.state in (WorkerState.PENDING,
                                                              WorkerState.RUNNING)
                        for w in self.workers)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key and mouse event tells the collector the user is active."""
+        if isinstance(event, events.InputEvent) and not event.is_forwarded:
+            self.heap.input_seen()
+        await super().on_event(event)
+
+    def _collect_if_idle(self) -> None:
+        """The heap timer: collect garbage when the UI is idle (see heap.py)."""
+        if not self._exit_requested():
+            self.heap.tick(busy=not self.is_idle())
 
     def _exit_requested(self) -> bool:
         return exit_requested(self)
