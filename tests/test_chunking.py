@@ -758,3 +758,18 @@ def test_corpus_windows_overlap_and_no_empty_chunks(max_tokens: int, overlap: in
                 f"{f.name} #{c.ordinal} is headings only"
             assert c.reason, (f.name, c.ordinal)
     assert windows > 0  # the corpus has over-long sections at these budgets
+
+
+def test_overlap_close_to_the_budget_never_exceeds_it() -> None:
+    """An overlap of 30 of 31 tokens left the next window no room for new text; it used
+    to take one more character anyway (a 32-token window starting inside a word, found by
+    hypothesis). Now it repeats less instead."""
+    text = "# alpha\n" + "ab " * 24 + "\n"
+    cfg = ChunkerConfig(strategy="adaptive", max_tokens=31, overlap_tokens=30,
+                        estimator="words")
+    for path in (None, "memory/MEMORY.md"):
+        chunks = chunk_markdown(text, cfg, path=path).chunks
+        assert chunks and all(c.tokens <= 31 for c in chunks)
+        assert chunks[-1].end_char >= len(text.rstrip())
+        starts = [c.start_char for c in chunks]
+        assert starts == sorted(set(starts))

@@ -334,9 +334,18 @@ class ChunkDoc(LineIndex):
         while True:
             limit = sc.max_end(wstart, budget, end)
             if limit <= prev_end:
-                # Only a degenerate estimator (one char over the budget) gets here:
-                # take one more character (two for CRLF) so the loop always advances.
-                limit = min(end, self._fix_crlf(prev_end + 1, prev_end))
+                # The overlap left no room for new text (an overlap close to the budget:
+                # 30 of 31 tokens): repeat less, starting as late as needed for one more
+                # character (two for CRLF) to fit the budget.
+                step = min(end, self._fix_crlf(prev_end + 1, prev_end))
+                later = sc.min_start(step, budget, wstart)
+                if later < step and sc.cost(later, step) <= budget:
+                    wstart = later
+                    limit = sc.max_end(wstart, budget, end)
+                else:
+                    # Only a degenerate estimator (one char over the budget) gets here:
+                    # take that character so the loop always advances.
+                    limit = step
             wend = end if limit >= end else self._cut(prev_end, limit)
             out.append((wstart, wend))
             if wend >= end:
