@@ -574,8 +574,8 @@ def test_static_model_dir_location() -> None:
 def test_every_registered_name_is_a_known_name_and_back() -> None:
     """The import-free name list the config checks (core/embedder_names.py) and the
     factory registry of core/embedding.py hold the same names and aliases."""
-    from memlens.core import embedding as emb_mod
     from memlens.core import embedder_names
+    from memlens.core import embedding as emb_mod
 
     assert set(emb_mod._FACTORIES) == set(embedder_names.EMBEDDER_NAMES)
     assert all(target in emb_mod._FACTORIES for target in embedder_names.ALIASES.values())
