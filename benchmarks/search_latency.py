@@ -342,6 +342,7 @@ def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
     for q in sets["generated"][:10]:
         svc.search(q, mode="lexical", k=10)
     cache = svc.lexical_cache()
+    assert cache is not None  # the default [search] lexical_cache_mb is 128
     # Each set runs four times. A phrase is read into RAM the third time it is searched
     # at an unchanged store (on the service's background thread, while that query runs
     # the statement), so pass 1 is what a long-lived service pays for words it has not

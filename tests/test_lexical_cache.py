@@ -319,13 +319,15 @@ def test_service_search_same_hits_with_postings(svc: MemoryService) -> None:
     assert cache.served > 0
     svc._lexical_cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, build_after=1,
                                       fixed_rows=0, min_rows=1)
-    before = svc.lexical_cache().served
+    live = svc.lexical_cache()
+    assert live is not None
+    before = live.served
     for _ in range(3):
         got = svc.search(QUERIES[0], mode="lexical", k=10, all_projects=True)
     with dbm.read_txn(conn):
         want = search_mod.search(conn, QUERIES[0], mode="lexical", k=10)
     assert [h.as_json() for h in got.hits] == [h.as_json() for h in want.hits]
-    assert svc.lexical_cache().served > before
+    assert live.served > before
 
 
 def test_threads_share_one_cache(svc: MemoryService) -> None:
@@ -355,3 +357,30 @@ def test_threads_share_one_cache(svc: MemoryService) -> None:
         t.join()
     assert errors == []
     assert cache.served > 0
+
+
+def test_lexical_cache_mb_setting(tmp_path: Path) -> None:
+    """``[search] lexical_cache_mb`` sets the budget; 0 turns the postings off (searches
+    unchanged); a negative value is one clear config error."""
+    from memlens.core.config import ConfigError, load_settings
+
+    off = load_settings(tmp_path / "none.toml", env={},
+                        overrides={"db": str(tmp_path / "m.db"), "search.lexical_cache_mb": 0})
+    s = MemoryService(off, embedder=None, install_key=b"k" * 32)
+    try:
+        assert s.lexical_cache() is None
+        assert s.search("anything at all", mode="lexical").hits == []
+    finally:
+        s.close()
+    small = load_settings(tmp_path / "none.toml", env={},
+                          overrides={"db": str(tmp_path / "m.db"), "search.lexical_cache_mb": 3})
+    s = MemoryService(small, embedder=None, install_key=b"k" * 32)
+    try:
+        cache = s.lexical_cache()
+        assert cache is not None and cache.budget_bytes == 3 * 1024 * 1024
+    finally:
+        s.close()
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[search]\nlexical_cache_mb = -1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="lexical_cache_mb"):
+        load_settings(cfg, env={})

@@ -69,7 +69,9 @@ class SearchSettings:
     semantic-only hits need a cosine of at least mean + ``semantic_min_z`` * std of
     the query's vector candidates; ``prefer_current_project`` ranks the memory of
     the project the user is in (from the working directory) first; ``history`` is how
-    many finished searches are kept for recall and rechunk previews (0: none).
+    many finished searches are kept for recall and rechunk previews (0: none);
+    ``lexical_cache_mb`` bounds the RAM a long-lived process (TUI, MCP) spends on the
+    bm25 postings of frequent phrases (:mod:`memlens.core.lexical_cache`; 0: off).
     """
 
     fusion: str = "auto"
@@ -80,6 +82,7 @@ class SearchSettings:
     semantic_min_z: float = 1.0
     prefer_current_project: bool = True
     history: int = 100
+    lexical_cache_mb: int = 128
 
     def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
         """Keyword arguments for :func:`memlens.core.search.hybrid`.
@@ -127,6 +130,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "search.semantic_min_z": (float, SearchSettings.semantic_min_z),
     "search.prefer_current_project": (bool, SearchSettings.prefer_current_project),
     "search.history": (int, SearchSettings.history),
+    "search.lexical_cache_mb": (int, SearchSettings.lexical_cache_mb),
 }
 FUSIONS = ("convex", "minmax", "zscore", "rrf")
 FUSION_CHOICES = ("auto", *FUSIONS)
@@ -262,7 +266,8 @@ class Settings:
                               candidates=int(v["search.candidates"]),
                               semantic_min_z=float(v["search.semantic_min_z"]),
                               prefer_current_project=bool(v["search.prefer_current_project"]),
-                              history=int(v["search.history"]))
+                              history=int(v["search.history"]),
+                              lexical_cache_mb=int(v["search.lexical_cache_mb"]))
 
     @property
     def roots(self) -> list[Path]:
@@ -336,6 +341,9 @@ def _check_value(key: str, value: Any, where: str) -> None:
     if key in ("limits.max_file_bytes", "limits.max_chunks_per_file") and (
             not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `{key}` must be a positive integer, got {value!r}")
+    if key == "search.lexical_cache_mb" and (not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{where}: `search.lexical_cache_mb` must be an integer >= 0,"
+                          f" got {value!r}")
     if key == "search.candidates" and (not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")
     if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k") and (

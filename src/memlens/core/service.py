@@ -133,13 +133,17 @@ class MemoryService(ServiceReads):
     # time a phrase is searched at an unchanged store: the same rows and scores as FTS5.
     _lexical_cache: LexicalCache | None = None
 
-    def lexical_cache(self) -> LexicalCache:
-        """This service's phrase postings cache (created on first use)."""
+    def lexical_cache(self) -> LexicalCache | None:
+        """This service's phrase postings cache (created on first use); ``None`` when
+        ``[search] lexical_cache_mb`` is 0."""
         if self._lexical_cache is None:
+            mb = self.settings.search.lexical_cache_mb
+            if mb <= 0:
+                return None
             from .lexical_cache import LexicalCache
 
             self._lexical_cache = LexicalCache(
-                weights=search_mod.BM25_WEIGHTS,
+                weights=search_mod.BM25_WEIGHTS, budget_bytes=mb * 1024 * 1024,
                 connect=lambda: dbm.connect(self.db_path, create=False))
         return self._lexical_cache
 
