@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from .embedder_names import ALIASES as _NAME_ALIASES
+from .embedder_names import ALIASES as _ALIASES
 from .embedder_names import known_embedder as known_embedder
 from .embedders.base import (
     _EXTRA_MODEL2VEC,
@@ -424,8 +424,6 @@ _FACTORIES: Final[dict[str, Callable[[_Options], Embedder]]] = {
     "sentence-transformers": _make_sentence_transformers,
     "static": _make_static,
 }
-
-_ALIASES: Final[dict[str, str]] = _NAME_ALIASES
 
 
 def make_embedder(name: str, options: Mapping[str, object] | None = None) -> Embedder:

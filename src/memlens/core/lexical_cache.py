@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .node_changes import Fingerprint
+from .node_changes import FilterCodes, Fingerprint, encode, filter_mask
 from .node_changes import fingerprint as _nodes_fingerprint
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class _Nodes:
 
     def __init__(self, ids: npt.NDArray[np.int64]) -> None:
         self.ids = ids
-        self._codes: tuple[Any, Any, dict[str, int], dict[str, int]] | None = None
+        self._codes: FilterCodes | None = None
 
     @property
     def nbytes(self) -> int:
@@ -91,22 +91,15 @@ class _Nodes:
             n += int(self._codes[0].nbytes + self._codes[1].nbytes)
         return n
 
-    def _filter_codes(self, conn: apsw.Connection,
-                      ) -> tuple[Any, Any, dict[str, int], dict[str, int]]:
-        import numpy as np
-
+    def _filter_codes(self, conn: apsw.Connection) -> FilterCodes:
         if self._codes is None:
-            repos: dict[str, int] = {}
-            types: dict[str, int] = {}
             got = conn.execute(
                 "SELECT repository, doc_type FROM knowledge_nodes ORDER BY id").fetchall()
             n = len(got)
             if n != len(self.ids):
                 raise ValueError("node count moved inside one fingerprint")
-            rc = np.fromiter((repos.setdefault(str(r[0] or ""), len(repos)) for r in got),
-                             np.int32, n)
-            tc = np.fromiter((types.setdefault(str(r[1] or ""), len(types)) for r in got),
-                             np.int32, n)
+            rc, repos = encode((r[0] for r in got), n)
+            tc, types = encode((r[1] for r in got), n)
             self._codes = (rc, tc, repos, types)
         return self._codes
 
@@ -114,18 +107,9 @@ class _Nodes:
                 doc_type: str | None) -> Any:
         """Boolean mask of the rows the filters allow, ``None`` for all, or ``False``
         when a filter names a value no node has."""
-        import numpy as np
-
         if not repository and not doc_type:
             return None
-        rc, tc, repos, types = self._filter_codes(conn)
-        mask = np.ones(len(self.ids), dtype=bool)
-        for value, codes, known in ((repository, rc, repos), (doc_type, tc, types)):
-            if value:
-                if value not in known:
-                    return False
-                mask &= codes == known[value]
-        return mask
+        return filter_mask(self._filter_codes(conn), len(self.ids), repository, doc_type)
 
 
 class LexicalCache:

@@ -1,4 +1,5 @@
-"""The change fingerprint of ``knowledge_nodes``, read inside a caller's transaction.
+"""The change fingerprint of ``knowledge_nodes``, read inside a caller's transaction,
+and the repository / type filter both in-RAM caches apply to their rows.
 
 The in-RAM read caches of a long-lived service (:mod:`memlens.core.vector_matrix`,
 :mod:`memlens.core.lexical_cache`) are valid for one fingerprint. It is
@@ -11,9 +12,14 @@ page count walk in SQLite (no row decoding), well under a millisecond at 100k no
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import apsw
 
 Fingerprint = tuple[str, int, int]
+# Per row: repository code, type code; and the codes of the values seen.
+FilterCodes = tuple[Any, Any, dict[str, int], dict[str, int]]
 
 
 def fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
@@ -23,3 +29,32 @@ def fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
         " (SELECT COUNT(*) FROM knowledge_nodes)").fetchone()
     seq, count = (row if row is not None else (None, None))
     return (space, int(seq or 0), int(count or 0))
+
+
+def encode(values: Iterable[object], n: int) -> tuple[Any, dict[str, int]]:
+    """Dictionary-encode ``n`` values (``None`` as ``""``): int32 codes and the code
+    of each distinct value."""
+    import numpy as np
+
+    known: dict[str, int] = {}
+    codes = np.fromiter((known.setdefault(str(v or ""), len(known)) for v in values),
+                        np.int32, n)
+    return codes, known
+
+
+def filter_mask(codes: FilterCodes, n: int, repository: str | None,
+                doc_type: str | None) -> Any:
+    """Boolean mask of the ``n`` rows whose codes match the filters; ``None`` when no
+    filter is given, ``False`` when a filter names a value no row has."""
+    import numpy as np
+
+    if not repository and not doc_type:
+        return None
+    rc, tc, repos, types = codes
+    mask = np.ones(n, dtype=bool)
+    for value, col, known in ((repository, rc, repos), (doc_type, tc, types)):
+        if value:
+            if value not in known:
+                return False
+            mask &= col == known[value]
+    return mask

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .db import read_txn, scalar, vec_table_name
+from .node_changes import FilterCodes, encode, filter_mask
 from .node_changes import Fingerprint as Fingerprint
 from .node_changes import fingerprint as fingerprint
 
@@ -76,7 +77,7 @@ class VectorMatrix:
     # vec0's order among equal distances: chunk ascending, slot descending (None: by id)
     tie: npt.NDArray[np.int64] | None = None
     source: str = "vec0"                # "shadow": read from vec0's chunk tables
-    _codes: tuple[Any, Any, dict[str, int], dict[str, int]] | None = None
+    _codes: FilterCodes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -88,8 +89,7 @@ class VectorMatrix:
             n += self._codes[0].nbytes + self._codes[1].nbytes
         return int(n)
 
-    def _filter_codes(self, conn: apsw.Connection) -> tuple[Any, Any, dict[str, int],
-                                                             dict[str, int]]:
+    def _filter_codes(self, conn: apsw.Connection) -> FilterCodes:
         import numpy as np
 
         with self._lock:
@@ -106,10 +106,8 @@ class VectorMatrix:
                     nid = np.fromiter((r[0] for r in got), np.int64, len(got))
                     pos = np.minimum(np.searchsorted(self.ids, nid), n - 1)
                     ok = self.ids[pos] == nid
-                    r_all = np.fromiter((repos.setdefault(r[1] or "", len(repos)) for r in got),
-                                        np.int32, len(got))
-                    t_all = np.fromiter((types.setdefault(r[2] or "", len(types)) for r in got),
-                                        np.int32, len(got))
+                    r_all, repos = encode((r[1] for r in got), len(got))
+                    t_all, types = encode((r[2] for r in got), len(got))
                     rc[pos[ok]], tc[pos[ok]] = r_all[ok], t_all[ok]
                 self._codes = (rc, tc, repos, types)
             return self._codes
@@ -121,13 +119,9 @@ class VectorMatrix:
 
         if not repository and not doc_type:
             return None
-        rc, tc, repos, types = self._filter_codes(conn)
-        mask = np.ones(len(self.ids), dtype=bool)
-        for value, codes, known in ((repository, rc, repos), (doc_type, tc, types)):
-            if value:
-                if value not in known:
-                    return np.zeros(0, dtype=np.int64)
-                mask &= codes == known[value]
+        mask = filter_mask(self._filter_codes(conn), len(self.ids), repository, doc_type)
+        if mask is False:
+            return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(mask)
 
     def knn(self, query: npt.NDArray[np.float32], k: int,
