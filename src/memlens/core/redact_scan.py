@@ -120,7 +120,10 @@ _ASSIGN = re.compile(
             " (?P<dq> (?: [^"\\\r\n] | \\. ){1,4096}+ ) "
           | ' (?P<sq> (?: [^'\\\r\n] | \\. ){1,4096}+ ) '
           | ` (?P<bq> [^`\r\n]{1,4096}+ ) `
-          | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096}+ )
+          # greedy, not possessive: CPython 3.11.2 (not 3.11.7) mis-matches a possessive
+          # repeat of an alternation with a lookahead (it ran past "&user=" on 3.11.2);
+          # the two branches are disjoint and nothing follows, so the match is the same
+          | (?P<uq> (?: [^\s"'`;,&] | [;,&] (?! \s | $ | [a-z0-9_.\-]+ [=:] ) ){1,4096} )
         )
       # prose: 'the password is `hunter2`', 'API key "..."' (quoted values only)
       | (?: [\ \t]++ (?: is | was ) )? [\ \t]++
