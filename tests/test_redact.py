@@ -323,6 +323,20 @@ def test_unterminated_pem_redacts_to_end_of_body() -> None:
         assert line not in out
 
 
+@pytest.mark.parametrize("blanks", [" ", "\t", "  \t"])
+def test_unterminated_pem_key_on_header_line_with_trailing_blanks(blanks: str) -> None:
+    # The first base64 run sits on the header line and that line ends in blanks: the body
+    # goes on below it. (The same-line rule looked ahead at the blanks; on Python 3.11.7
+    # that left the scan before them, so every later line of the key was kept.)
+    block, body = _pem("RSA PRIVATE KEY")
+    header, first, *rest = block.rsplit("\n", 1)[0].split("\n")
+    text = f"pasted:\n{header} {first}{blanks}\n" + "\n".join(rest) + "\n\nAsk Dana."
+    out = redact(text).text
+    assert out == "pasted:\n[REDACTED:private-key]\n\nAsk Dana."
+    for line in body:
+        assert line not in out
+
+
 def test_unterminated_pem_then_terminated_pem() -> None:
     first, body1 = _pem("RSA PRIVATE KEY")
     second, body2 = _pem("EC PRIVATE KEY")

@@ -367,8 +367,11 @@ _PEM_LINE = re.compile(
     """,
     re.VERBOSE,
 )
-# A key pasted on one line: base64 runs separated by spaces after the header.
-_PEM_SAME_LINE = re.compile(r"(?:[ \t]++[A-Za-z0-9+/=]{16,}+)++(?=[ \t]*+(?:\r?\n|\\[rn]|[\"'`,]|$))")
+# A key pasted on one line: base64 runs separated by spaces after the header. Trailing
+# blanks are consumed, not looked ahead at, so the scan goes on at the line break as it
+# does after `_PEM_LINE` (the lookahead form stopped a key whose first line ended in a
+# space after that line on Python 3.11.7, and ran past the blanks on 3.11.2).
+_PEM_SAME_LINE = re.compile(r"(?:[ \t]++[A-Za-z0-9+/=]{16,}+)++[ \t]*+(?=\r?\n|\\[rn]|[\"'`,]|$)")
 _PEM_MAX_BLOCK = 65536
 
 
