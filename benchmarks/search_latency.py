@@ -396,6 +396,58 @@ def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
     return out
 
 
+def measure_lexical_churn(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
+    """Common-term lexical search while the store keeps changing, on a copy of ``db``:
+    three passes of the same queries (the third schedules every phrase), the steady
+    pass, then twice: ingest one new file (a store change: entries dropped, sightings
+    kept), search 1 (the statement; hot phrases are scheduled again), search 2."""
+    import shutil
+    import tempfile
+
+    from memlens.core.config import load_settings
+    from memlens.core.embedding import make_embedder
+    from memlens.core.service import MemoryService
+    from memlens.core.sources import roots_for_path
+
+    out: dict[str, Any] = {"passes": {}}
+    with tempfile.TemporaryDirectory(prefix="memlens-churn-") as tmp:
+        copy = Path(tmp) / db.name
+        shutil.copyfile(db, copy)
+        settings = load_settings(Path(tmp) / "none.toml", env={}, overrides={"db": str(copy)})
+        svc = MemoryService(settings, embedder=make_embedder(embedder_name, _embedder_opts(embedder_name)),
+                            install_key=bench.FIXED_INSTALL_KEY)
+        conn = svc.conn()
+        out["chunks"] = int(conn.execute("SELECT COUNT(*) FROM knowledge_nodes").fetchone()[0])
+        queries = common_term_queries(conn, n_queries)
+        cache = svc.lexical_cache()
+        assert cache is not None
+        root = Path(tmp) / "churn" / "memory"
+        root.mkdir(parents=True)
+
+        def run(label: str) -> None:
+            cache.wait_built()
+            served0, builds0 = cache.served, cache.builds
+            wall: list[float] = []
+            cpu: list[float] = []
+            for text in queries:
+                _, w, c = _timed(lambda q=text: svc.search(q, mode="lexical", k=10))
+                wall.append(w)
+                cpu.append(c)
+            out["passes"][label] = {**_wc(wall, cpu), "served_from_postings": cache.served - served0,
+                                    "phrases_built": cache.builds - builds0}
+
+        for i in (1, 2, 3, 4):
+            run(f"unchanged store, pass {i}")
+        for change in (1, 2):
+            (root / f"note{change}.md").write_text(
+                f"# Churn note {change}\n\nA new memory file written during the session.\n")
+            svc.ingest(roots_for_path(root.parent))
+            for search in (1, 2):
+                run(f"after store change {change}, search {search}")
+        svc.close()
+    return out
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           cwd=ROOT)
@@ -422,6 +474,9 @@ def main() -> int:
                          " common-term queries")
     ap.add_argument("--_matrix", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
     ap.add_argument("--_lexical", nargs=2, metavar=("DB", "Q"), help=argparse.SUPPRESS)
+    ap.add_argument("--lexical-churn", action="store_true",
+                    help="common-term lexical search while the store changes (on a copy)")
+    ap.add_argument("--_churn", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._build:
         print(json.dumps(build(Path(a._build[0]), int(a._build[1]), a._build[2])))
@@ -434,6 +489,9 @@ def main() -> int:
         return 0
     if a._lexical:
         print(json.dumps(measure_lexical(Path(a._lexical[0]), int(a._lexical[1]))))
+        return 0
+    if a._churn:
+        print(json.dumps(measure_lexical_churn(Path(a._churn[0]), a._churn[1], int(a._churn[2]))))
         return 0
 
     from memlens.core.embedding import EmbeddingError, make_embedder
@@ -455,6 +513,12 @@ def main() -> int:
                 print(f"building {db.name} ({files} files)...", file=sys.stderr, flush=True)
                 built = _child(["--_build", str(db), str(files), name])
             print(f"measuring {db.name}...", file=sys.stderr, flush=True)
+            if a.lexical_churn:
+                rows.append({"target_chunks": target, "files": files, "embedder": name, "db": str(db),
+                             **_child(["--_churn", str(db), name, str(a.queries)])})
+                if not a.json:
+                    print(json.dumps(rows[-1], indent=2), flush=True)
+                continue
             if a.lexical:
                 lx = _child(["--_lexical", str(db), str(a.queries)])
                 rows.append({"target_chunks": target, "files": files, "embedder": name,

@@ -1,6 +1,7 @@
 """Phrase postings for lexical search (memlens.core.lexical_cache): the same rows and
-the same float64 scores as the FTS5 statement, built only at the second sight of a
-phrase, dropped by every store change, bounded in memory, safe across threads."""
+the same float64 scores as the FTS5 statement, built only at the third sight of a
+phrase, dropped by every store change (and read again for the phrases that were hot),
+bounded in memory, safe across threads."""
 
 from __future__ import annotations
 
@@ -176,8 +177,10 @@ def test_fts_phrases_split_what_the_builder_joins(text: str) -> None:
 
 
 def test_store_change_drops_every_entry(tmp_path: Path) -> None:
-    """A projection change (new node ids, new statistics) resets the cache; the next
-    answers are those of the new snapshot, never of the old postings."""
+    """A projection change (new node ids, new statistics) drops every entry; the next
+    answers are those of the new snapshot, never of the old postings. A phrase that was
+    built is read again at its first search after the change (no background worker here:
+    inline), a phrase seen only once starts from first sight."""
     base = tmp_path
     shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
     s = _service(base, None)
@@ -189,17 +192,19 @@ def test_store_change_drops_every_entry(tmp_path: Path) -> None:
         with dbm.read_txn(conn):
             _cached(conn, cache, q, 10)
             before = _cached(conn, cache, q, 10)
+            assert _cached(conn, cache, "release", 10) is None  # seen once
         assert before is not None and cache.builds == 2
         mem = next((base / "corpus").glob("*/memory"))
         (mem / "extra.md").write_text("# SQLite connection notes\n\n" +
                                       "sqlite connection sqlite connection pooling\n" * 5)
         s.ingest(roots_for_path(base / "corpus"))
         with dbm.read_txn(conn):
-            assert _cached(conn, cache, q, 10) is None  # new fingerprint: seen again from zero
-            after = _cached(conn, cache, q, 10)
+            after = _cached(conn, cache, q, 10)  # hot: read again at the new store
             assert after == _statement(conn, q, 10)
+            assert _cached(conn, cache, "release", 10) is None  # seen once before: first sight
+            assert _cached(conn, cache, "release", 10) == _statement(conn, "release", 10)
         assert after != before  # the new file's node ranks first and the idf moved
-        assert cache.builds == 4
+        assert cache.builds == 5
     finally:
         s.close()
 
@@ -278,13 +283,62 @@ def test_background_build_of_an_older_store_is_dropped(tmp_path: Path) -> None:
         cache.wait_built()
         assert cache.builds == 0 and not cache._entries  # read at a newer store: dropped
         with dbm.read_txn(conn):
-            for _ in range(2):
-                assert _cached(conn, cache, q, 10) is None
+            assert _cached(conn, cache, q, 10) is None  # hot: scheduled again, SQL answers
             cache.wait_built()
             assert _cached(conn, cache, q, 10) == _statement(conn, q, 10)
         cache.clear()
     finally:
         s.close()
+
+
+def test_hot_phrases_survive_a_store_change_in_the_background(tmp_path: Path) -> None:
+    """With the service's default (build at the third sight, background worker), a word
+    that was served from RAM is scheduled again by its first search after a change; the
+    search itself runs the statement, and the next one is served at the new store."""
+    shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
+    s = _service(tmp_path, None)
+    try:
+        s.ingest(roots_for_path(tmp_path / "corpus"))
+        conn = s.conn()
+        cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1,
+                             connect=lambda: dbm.connect(s.db_path, create=False))
+        q = "release checklist"
+        mem = next((tmp_path / "corpus").glob("*/memory"))
+        for round_ in range(3):  # three store changes, each followed by two searches
+            with dbm.read_txn(conn):
+                if round_ == 0:
+                    for _ in range(3):  # first, second, third sight: scheduled
+                        assert _cached(conn, cache, q, 10) is None
+                else:
+                    assert _cached(conn, cache, q, 10) is None  # new store: scheduled again
+                cache.wait_built()
+                served = cache.served
+                assert _cached(conn, cache, q, 10) == _statement(conn, q, 10)
+                assert cache.served == served + 1
+            (mem / f"extra{round_}.md").write_text(f"# Release {round_}\n\nrelease checklist\n")
+            s.ingest(roots_for_path(tmp_path / "corpus"))
+        assert cache.builds == 6
+        cache.clear()
+        assert not cache._seen
+    finally:
+        s.close()
+
+
+def test_sightings_are_bounded(svc: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_SEEN counted phrases, those seen once are forgotten; repeated ones stay."""
+    from memlens.core import lexical_cache as lc
+
+    monkeypatch.setattr(lc, "MAX_SEEN", 50)
+    conn = svc.conn()
+    cache = LexicalCache(weights=search_mod.BM25_WEIGHTS, fixed_rows=0, min_rows=1)
+    with dbm.read_txn(conn):
+        for _ in range(2):
+            _cached(conn, cache, "sqlite", 10)
+        for i in range(120):
+            _cached(conn, cache, f"word{i}x", 10)
+        key = fts_phrases(build_fts_query("sqlite") or "")[0]
+        assert len(cache._seen) <= 51 and cache._seen[key] == 2
+        assert _cached(conn, cache, "sqlite", 10) == _statement(conn, "sqlite", 10)
 
 
 def test_budget_evicts_least_recently_used(svc: MemoryService) -> None:

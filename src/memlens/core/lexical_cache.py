@@ -21,7 +21,12 @@ Consistency. Entries belong to one change fingerprint of ``knowledge_nodes``
 (:mod:`memlens.core.node_changes`: FTS rows are node rows, written and deleted with
 them, never updated), read inside the caller's read transaction; any change drops
 every entry, since the table statistics (row count, average length, each phrase's idf)
-move with it.
+move with it. What was searched survives a change: a phrase that had been built (seen
+:data:`BUILD_AFTER` + 1 times) is read again, in the background, at its first search
+after the change, so a session where Claude keeps writing memory (every watched save is
+a change) keeps its frequent words in RAM instead of starting each word from first
+sight. Sighting counts are capped at :data:`MAX_SEEN` phrases (the once-seen are dropped
+first).
 
 When to build. Fetching every row of a phrase into RAM costs about twice one query, so
 a phrase is built only the third time it is searched at an unchanged store
@@ -61,6 +66,7 @@ MIN_ROWS = 2000  # phrases matching fewer rows are cheap for FTS5 itself
 BUDGET_BYTES = 128 * 1024 * 1024
 BUILD_AFTER = 2  # earlier queries with a phrase (at this store) before it is built
 FIXED_ROWS = 2000  # the postings' fixed cost, in rows FTS5 would score meanwhile
+MAX_SEEN = 20000  # phrases whose sightings are counted; past it the once-seen go
 _SPACE = "fts"  # the fingerprint's space slot: node ids and count only
 
 
@@ -123,8 +129,8 @@ class LexicalCache:
     ``connect``: opens a connection to the same database; given, phrases are read on a
     background thread in its own read transaction (at the same fingerprint) while the
     query that asked for them runs the statement, so no search waits for a build;
-    without it the query that sees a phrase the second time reads it (about twice the
-    statement). :meth:`wait_built` waits for background builds (tests, benchmarks).
+    without it the query that reaches a phrase's building sight reads it (about twice
+    the statement). :meth:`wait_built` waits for background builds (tests, benchmarks).
 
     ``served`` counts queries answered from the cache, ``builds`` phrases fetched
     (tests and benchmarks read them).
@@ -154,8 +160,9 @@ class LexicalCache:
         self._worker_conn: apsw.Connection | None = None
 
     def _reset(self, fp: Fingerprint) -> None:
+        """Start the store ``fp``: entries and row counts go, the hot sightings stay."""
         self._fp, self._nodes = fp, None
-        self._seen.clear()
+        self._seen = {p: n for p, n in self._seen.items() if n > self.build_after}
         self._small.clear()
         self._entries.clear()
         self._bytes = 0
@@ -169,9 +176,11 @@ class LexicalCache:
             return n
 
     def clear(self) -> None:
-        """Drop every entry (frees the memory), stop the worker, close its connection."""
+        """Drop every entry and sighting (frees the memory), stop the worker, close its
+        connection."""
         with self._lock:
             self._reset(("", 0, 0))
+            self._seen = {}
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.submit(self._close_worker_conn)
@@ -207,15 +216,15 @@ class LexicalCache:
                      and p not in self._entries and p not in self._small]
             for p in phrases:
                 self._seen[p] = self._seen.get(p, 0) + 1
+            if len(self._seen) > MAX_SEEN:
+                self._seen = {p: n for p, n in self._seen.items() if n > 1}
             if first or all(p in self._small for p in phrases):
                 return None  # new phrases, or only rare ones: FTS5 itself is cheap
             fp = _nodes_fingerprint(conn, _SPACE)
             if self._fp is None:  # the sightings so far are this store's
                 self._fp = fp
-            elif fp != self._fp:  # the store changed: every phrase starts from first sight
+            elif fp != self._fp:  # the store changed: entries go, hot phrases are read again
                 self._reset(fp)
-                self._seen.update(dict.fromkeys(phrases, 1))
-                return None
             need = [p for p in phrases if p not in self._entries and p not in self._small]
             if need and self._connect is not None:
                 self._schedule(fp, need)
