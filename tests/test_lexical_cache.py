@@ -325,7 +325,8 @@ def test_hot_phrases_survive_a_store_change_in_the_background(tmp_path: Path) ->
 
 
 def test_sightings_are_bounded(svc: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past MAX_SEEN counted phrases, those seen once are forgotten; repeated ones stay."""
+    """Past MAX_SEEN counted phrases, those seen once are forgotten, then all but the most
+    seen half: the table stays bounded and a hot phrase keeps its count."""
     from memlens.core import lexical_cache as lc
 
     monkeypatch.setattr(lc, "MAX_SEEN", 50)
@@ -339,6 +340,10 @@ def test_sightings_are_bounded(svc: MemoryService, monkeypatch: pytest.MonkeyPat
         key = fts_phrases(build_fts_query("sqlite") or "")[0]
         assert len(cache._seen) <= 51 and cache._seen[key] == 2
         assert _cached(conn, cache, "sqlite", 10) == _statement(conn, "sqlite", 10)
+        for i in range(120):  # phrases all seen twice: only the most seen half stays
+            for _ in range(2):
+                _cached(conn, cache, f"other{i}y", 10)
+        assert len(cache._seen) <= 51 and cache._seen[key] == 3
 
 
 def test_budget_evicts_least_recently_used(svc: MemoryService) -> None:

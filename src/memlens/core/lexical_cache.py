@@ -25,8 +25,8 @@ move with it. What was searched survives a change: a phrase that had been built 
 :data:`BUILD_AFTER` + 1 times) is read again, in the background, at its first search
 after the change, so a session where Claude keeps writing memory (every watched save is
 a change) keeps its frequent words in RAM instead of starting each word from first
-sight. Sighting counts are capped at :data:`MAX_SEEN` phrases (the once-seen are dropped
-first).
+sight. Sighting counts are capped at :data:`MAX_SEEN` phrases (past it the once-seen
+are dropped, then all but the most seen half).
 
 When to build. Fetching every row of a phrase into RAM costs about twice one query, so
 a phrase is built only the third time it is searched at an unchanged store
@@ -167,6 +167,17 @@ class LexicalCache:
         self._entries.clear()
         self._bytes = 0
 
+    def _prune_seen(self) -> None:
+        """Forget the once-seen phrases; if that leaves more than half of
+        :data:`MAX_SEEN`, keep only the most seen half (lock held), so pruning runs at
+        most once per ``MAX_SEEN // 2`` new phrases."""
+        seen = {p: n for p, n in self._seen.items() if n > 1}
+        if len(seen) > MAX_SEEN // 2:
+            import heapq
+
+            seen = dict(heapq.nlargest(MAX_SEEN // 2, seen.items(), key=lambda kv: kv[1]))
+        self._seen = seen
+
     def nbytes(self) -> int:
         """Bytes held by the postings and the node arrays."""
         with self._lock:
@@ -217,7 +228,7 @@ class LexicalCache:
             for p in phrases:
                 self._seen[p] = self._seen.get(p, 0) + 1
             if len(self._seen) > MAX_SEEN:
-                self._seen = {p: n for p, n in self._seen.items() if n > 1}
+                self._prune_seen()
             if first or all(p in self._small for p in phrases):
                 return None  # new phrases, or only rare ones: FTS5 itself is cheap
             fp = _nodes_fingerprint(conn, _SPACE)
