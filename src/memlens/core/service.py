@@ -129,7 +129,7 @@ class MemoryService(ServiceReads):
                 connect=lambda: dbm.connect(self.db_path, create=False))
         return self._vector_cache
 
-    # Phrase postings for common words (memlens.core.lexical_cache), built the second
+    # Phrase postings for common words (memlens.core.lexical_cache), built the third
     # time a phrase is searched at an unchanged store: the same rows and scores as FTS5.
     _lexical_cache: LexicalCache | None = None
 
