@@ -322,7 +322,7 @@ def common_term_queries(conn: Any, n: int, seed: int = 5, top: int = 60) -> list
     return [" ".join(rnd.sample(terms, 2)) for _ in range(n)]
 
 
-def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
+def measure_lexical(db: Path, n_queries: int, cache_mb: int | None = None) -> dict[str, Any]:
     """``MemoryService.search(mode="lexical", k=10)`` against its own bm25 statement
     (the same FTS5 expression, top 40 = the depth the service asks for k = 10 with
     the per-document cap), per query, interleaved (forward / reversed), on generated
@@ -331,7 +331,10 @@ def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
     from memlens.core.config import load_settings
     from memlens.core.service import MemoryService
 
-    settings = load_settings(db.parent / "none.toml", env={}, overrides={"db": str(db)})
+    overrides: dict[str, Any] = {"db": str(db)}
+    if cache_mb is not None:
+        overrides["search.lexical_cache_mb"] = cache_mb
+    settings = load_settings(db.parent / "none.toml", env={}, overrides=overrides)
     svc = MemoryService(settings, embedder=None, install_key=bench.FIXED_INSTALL_KEY)
     conn = svc.conn()
     sql = LEXICAL_STATEMENT.format(w=search_mod.BM25_WEIGHTS)
@@ -343,6 +346,7 @@ def measure_lexical(db: Path, n_queries: int) -> dict[str, Any]:
         svc.search(q, mode="lexical", k=10)
     cache = svc.lexical_cache()
     assert cache is not None  # the default [search] lexical_cache_mb is 128
+    out["lexical_cache_mb"] = settings.search.lexical_cache_mb
     # Each set runs four times. A phrase is read into RAM the third time it is searched
     # at an unchanged store (on the service's background thread, while that query runs
     # the statement), so pass 1 is what a long-lived service pays for words it has not
@@ -473,7 +477,9 @@ def main() -> int:
                     help="lexical search against its own bm25 statement, generated and"
                          " common-term queries")
     ap.add_argument("--_matrix", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
-    ap.add_argument("--_lexical", nargs=2, metavar=("DB", "Q"), help=argparse.SUPPRESS)
+    ap.add_argument("--_lexical", nargs=3, metavar=("DB", "Q", "MB"), help=argparse.SUPPRESS)
+    ap.add_argument("--lexical-cache-mb", type=int, default=None,
+                    help="--lexical: [search] lexical_cache_mb for the run (default: the setting's)")
     ap.add_argument("--lexical-churn", action="store_true",
                     help="common-term lexical search while the store changes (on a copy)")
     ap.add_argument("--_churn", nargs=3, metavar=("DB", "EMBEDDER", "Q"), help=argparse.SUPPRESS)
@@ -488,7 +494,8 @@ def main() -> int:
         print(json.dumps(measure(Path(a._measure[0]), a._measure[1], int(a._measure[2]))))
         return 0
     if a._lexical:
-        print(json.dumps(measure_lexical(Path(a._lexical[0]), int(a._lexical[1]))))
+        mb = None if a._lexical[2] == "default" else int(a._lexical[2])
+        print(json.dumps(measure_lexical(Path(a._lexical[0]), int(a._lexical[1]), mb)))
         return 0
     if a._churn:
         print(json.dumps(measure_lexical_churn(Path(a._churn[0]), a._churn[1], int(a._churn[2]))))
@@ -520,7 +527,8 @@ def main() -> int:
                     print(json.dumps(rows[-1], indent=2), flush=True)
                 continue
             if a.lexical:
-                lx = _child(["--_lexical", str(db), str(a.queries)])
+                lx = _child(["--_lexical", str(db), str(a.queries),
+                             "default" if a.lexical_cache_mb is None else str(a.lexical_cache_mb)])
                 rows.append({"target_chunks": target, "files": files, "embedder": name,
                              "db": str(db), "build": built, **lx})
                 if not a.json:
