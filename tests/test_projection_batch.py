@@ -144,3 +144,38 @@ def test_batches_end_at_the_document_or_the_chunk_limit(make_service: Any, tree:
     assert len(proj._batches(conn, pairs, 1024, 8192)) == 1
     rep = svc.project()
     assert rep.count("ready") == len(pairs) and svc.doctor()[1] == []
+
+
+def test_queue_other_embedder_without_the_write_lock_when_nothing_changed(
+        make_service: Any, tree: Any) -> None:
+    """Every projection asks which documents another embedder projected. When every node
+    is in a space of the current fingerprint the answer comes from index seeks: no write
+    lock (it returns while another connection holds one), nothing queued. Another
+    fingerprint, or a node without a space, still queues the documents."""
+    from memlens.core import db as dbm
+
+    _write(tree, 5)
+    svc = make_service()
+    svc.ingest(roots_for_path(tree.projects))
+    fp = svc.embedder.fingerprint()
+    conn = svc.conn()
+    other = dbm.connect(svc.db_path, create=False)
+    other.setbusytimeout(0)
+    conn.setbusytimeout(0)
+    other.execute("BEGIN IMMEDIATE")  # a writer elsewhere holds the lock
+    try:
+        assert proj.queue_other_embedder(conn, fp) == 0
+        assert svc.queued_document_ids() == []
+    finally:
+        other.execute("ROLLBACK")
+    assert proj.queue_other_embedder(conn, fp + ":other") == 5
+    assert len(svc.queued_document_ids()) == 5
+    assert svc.project().count("ready") == 5
+    assert proj.queue_other_embedder(conn, fp) == 0
+    first = int(conn.execute("SELECT MIN(id) FROM knowledge_nodes").fetchone()[0])
+    doc = int(conn.execute("SELECT document_id FROM knowledge_nodes WHERE id = ?",
+                           (first,)).fetchone()[0])
+    conn.execute("UPDATE knowledge_nodes SET vector_space = NULL WHERE id = ?", (first,))
+    assert proj.queue_other_embedder(conn, fp) == 1
+    assert svc.queued_document_ids() == [doc]
+    other.close()

@@ -33,7 +33,16 @@ import apsw
 
 from . import faults
 from . import projection_cache as ecache
-from .db import ensure_vector_space, pack_text, row, rows, scalar, vec_table_name, write_txn
+from .db import (
+    ensure_vector_space,
+    pack_text,
+    read_txn,
+    row,
+    rows,
+    scalar,
+    vec_table_name,
+    write_txn,
+)
 from .redact import redact, redact_path
 from .store import get_document, prune_unused_chunks
 
@@ -177,9 +186,36 @@ def queued_document_ids(conn: apsw.Connection, now: float, *, force: bool = Fals
         (1 if force else 0, now))]
 
 
+def _spaces_match(conn: apsw.Connection, fingerprint: str) -> bool:
+    """Whether every node lives in a vector space of ``fingerprint`` (then there is
+    nothing to queue). Index seeks only: one per distinct space of ``idx_nodes_space``,
+    instead of the queueing statement's walk over every document (38 ms at 10k)."""
+    if conn.execute("SELECT 1 FROM knowledge_nodes WHERE vector_space IS NULL LIMIT 1").fetchone():
+        return False
+    fps = {str(n): f for n, f in conn.execute("SELECT name, fingerprint FROM vector_spaces")}
+    row = conn.execute("SELECT MIN(vector_space) FROM knowledge_nodes").fetchone()
+    while row is not None and row[0] is not None:
+        if fps.get(str(row[0])) != fingerprint:
+            return False
+        row = conn.execute("SELECT MIN(vector_space) FROM knowledge_nodes WHERE vector_space > ?",
+                           (row[0],)).fetchone()
+    return True
+
+
 def queue_other_embedder(conn: apsw.Connection, fingerprint: str) -> int:
     """Queue live documents whose nodes were embedded by another embedder than
-    ``fingerprint``; returns how many were queued (their old projection stays served)."""
+    ``fingerprint``; returns how many were queued (their old projection stays served).
+
+    Runs before every projection (each watched save), so the common case — every node
+    already in a space of ``fingerprint`` — is answered by index seeks in a read
+    transaction, without the write lock."""
+    if conn.in_transaction:
+        match = _spaces_match(conn, fingerprint)
+    else:
+        with read_txn(conn):  # one snapshot for the seeks
+            match = _spaces_match(conn, fingerprint)
+    if match:
+        return 0
     with write_txn(conn):
         conn.execute(
             "UPDATE memory_documents SET projection_status='pending', projection_attempts=0,"
