@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import shutil
 import time
 from collections.abc import Callable, Coroutine
@@ -1226,6 +1227,27 @@ def test_memlens_tui_opens_demo_copy_without_claude_memory(no_run: type[_Ran],
     narrow = app.demo_banner(80)
     assert "…" in narrow and narrow.endswith(f"/{folder.name} to try the watcher")
     assert len(f"{app.title} — {narrow}") <= 80 - 16
+
+
+def test_demo_folders_are_private(no_run: type[_Ran], tmp_path: Path) -> None:
+    """The demo creates the user data folder the real database lands in later: 0700, as
+    the database's own folders, whatever the umask (it followed the umask: 0755)."""
+    import stat
+
+    from memlens.tui import cli
+
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["tui", "--no-watch"]) == 0
+    finally:
+        os.umask(old)
+    app = no_run.app
+    assert app is not None and app.demo and app.demo_folder is not None
+    data = tmp_path / "data"
+    made = [p for p in [app.demo_folder, *app.demo_folder.parents] if str(p).startswith(str(data))]
+    assert data / "memlens" in made and len(made) >= 3
+    for folder in made:
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
 
 
 def test_memlens_tui_with_paths(no_run: type[_Ran], tmp_path: Path) -> None:

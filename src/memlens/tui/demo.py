@@ -57,12 +57,29 @@ def prepare_demo(target: Path | None = None, *, refresh: bool = False) -> Path:
         tmp = dest.with_name(dest.name + ".tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
+        _private_folders(tmp)
         for project in sorted(src.iterdir()):
             if (project / "memory").is_dir():
                 shutil.copytree(project / "memory", tmp / project.name / "memory")
         tmp.rename(dest)
     return dest
+
+
+def _private_folders(folder: Path) -> None:
+    """Create ``folder`` and its missing parents ``0700`` whatever the umask, as the
+    database's own folders are: the user data folder made here is where the real
+    database lands later."""
+    missing: list[Path] = []
+    d = folder
+    while not d.exists():
+        missing.append(d)
+        d = d.parent
+    for f in reversed(missing):
+        try:
+            f.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(f, 0o700)  # mkdir's mode is filtered by the umask
 
 
 def demo_db_path() -> Path:
