@@ -348,6 +348,23 @@ def test_read_command_on_a_missing_folder_creates_nothing(tmp_path: Path) -> Non
     assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
 
 
+def test_read_command_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    """A typo'd --db in an existing folder is an error, not an empty memory (read
+    commands created an empty database there and said "no documents", exit 0)."""
+    db = tmp_path / "typo.db"
+    for args in (["docs"], ["search", "--mode", "lexical", "x"], ["search", "x"],
+                 ["history", "MEMORY.md"], ["doctor"], ["project"], ["docs", "--json"]):
+        p = run_cli(*args, "--db", str(db), env=ENV)
+        assert p.returncode == 2, (args, p.stderr)
+        line = _one_line(p)
+        assert f"no database at {db}" in line and "memlens ingest --db" in line, line
+        assert p.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+    assert run_cli("ingest", str(CORPUS), "--db", str(db), env=ENV).returncode == 0
+    p = run_cli("docs", "--db", str(db), env=ENV)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+
+
 # -- a query that is not UTF-8 -----------------------------------------------------------
 
 

@@ -136,7 +136,7 @@ def connect(
         readonly: Open read-only (the file must exist).
         migrate: Apply forward migrations (in one transaction) if the schema is old.
         create: Create the file (and its folder) when missing; with False a missing
-            folder is an error instead (read commands never create folders).
+            file is an error instead (read commands never create a database).
 
     Returns:
         An APSW connection for use by the calling thread only.
@@ -157,6 +157,9 @@ def connect(
         raise DatabaseError(f"{p} is a folder, not a database file; pass another --db")
     if not exists and readonly:
         raise DatabaseError(f"no database at {p}; check --db")
+    if not exists and not create:  # a read command on a typo'd --db: not an empty memory
+        raise DatabaseError(f"no database at {p}: nothing was ingested there; check --db, or"
+                            f" create it with `memlens ingest --db {p}`")
     fallback = False
     if not readonly and exists and not _writable(p):
         readonly = fallback = True  # a read-only file or folder: reads still work

@@ -33,7 +33,7 @@ class ServiceBase:
                  clock: Clock | None = None, embedder: Embedder | None = None,
                  install_key: bytes | None = None, create: bool = True) -> None:
         self.settings = settings or load_settings()
-        self.create = create  # False: a missing database folder is an error, not created
+        self.create = create  # False: a missing database is an error, not created
         self.db_path = Path(db_path) if db_path else self.settings.db_path
         self.clock: Clock = clock or time.time  # seconds since the epoch
         self._embedder = embedder
