@@ -168,10 +168,14 @@ def test_min_tokens_from_file_env_and_default(tmp_path: Path) -> None:
         load_settings(cfg, env={})
 
 
-def test_negative_min_tokens_is_a_chunker_config_error(tmp_path: Path) -> None:
-    s = load_settings(tmp_path / "none.toml", env={"MEMLENS_MIN_TOKENS": "-1"})
+def test_negative_min_tokens_is_refused_when_the_settings_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="MEMLENS_MIN_TOKENS: `chunker.min_tokens` must be an"
+                                          " integer >= 0, got -1"):
+        load_settings(tmp_path / "none.toml", env={"MEMLENS_MIN_TOKENS": "-1"})
+    # The chunker keeps its own check for configs that do not come through the settings
+    # (a stored config, a library caller).
     with pytest.raises(ChunkerConfigError) as info:
-        ChunkerConfig.from_dict(s.chunker_dict())
+        ChunkerConfig.from_dict({**ChunkerConfig().to_dict(), "min_tokens": -1})
     assert info.value.field == "min_tokens"
     assert str(info.value) == "invalid chunker config: min_tokens: must be a non-negative integer, got -1"
 
@@ -192,8 +196,8 @@ def test_cli_reports_a_bad_floor_in_one_line(tmp_path: Path) -> None:
     proc = run_cli("chunks", str(f), env={"MEMLENS_MIN_TOKENS": "-5"})
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "memlens: invalid chunker settings: invalid chunker config: min_tokens: must be a "
-        "non-negative integer, got -5"]
+        "memlens: environment variable MEMLENS_MIN_TOKENS: `chunker.min_tokens` must be an"
+        " integer >= 0, got -5"]
     ok = run_cli("chunks", str(f), "--json", env={"MEMLENS_MIN_TOKENS": "7"})
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["config"]["min_tokens"] == 7

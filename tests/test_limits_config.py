@@ -70,3 +70,38 @@ def test_bad_limits_are_one_line_exit_2(tmp_path: Path, config: str,
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "limits.max_" in lines[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("config, env, names", [
+    ('[chunker]\nstrategy = "fancy"\n', {}, ["c.toml:2", "chunker.strategy", "'fancy'"]),
+    ("[chunker]\nmax_tokens = -5\n", {}, ["c.toml:2", "chunker.max_tokens"]),
+    ("[chunker]\nmax_tokens = 100\noverlap_tokens = 100\n", {},
+     ["chunker.overlap_tokens", "c.toml", "chunker.max_tokens"]),
+    ("", {"MEMLENS_STRATEGY": "bogus"}, ["MEMLENS_STRATEGY", "chunker.strategy"]),
+    ("", {"MEMLENS_OVERLAP_TOKENS": "-1"}, ["MEMLENS_OVERLAP_TOKENS", "chunker.overlap_tokens"]),
+    ("", {"MEMLENS_DEBOUNCE_MS": "-1"}, ["MEMLENS_DEBOUNCE_MS", "watch.debounce_ms"]),
+    ("", {"MEMLENS_MAX_REVISIONS": "-2"}, ["MEMLENS_MAX_REVISIONS", "retention.max_revisions"]),
+])
+@pytest.mark.parametrize("command", ["config", "docs"])
+def test_bad_chunker_and_range_values_are_named_where_they_are_set(
+        tmp_path: Path, config: str, env: dict[str, str], names: list[str], command: str) -> None:
+    """Bad chunker values (and negative counts) are refused when the settings load, with
+    the file, line and key (or the variable), by every command: `config` and `docs`
+    accepted them (exit 0) and only `chunks`/`ingest`/the TUI failed later, naming
+    neither the file nor the line."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(config, encoding="utf-8")
+    p = run_cli(command, "--config", str(cfg), "--db", str(tmp_path / "m.db"),
+                env={**ENV, **env})
+    assert p.returncode == 2, p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for n in names:
+        assert n in lines[0], lines[0]
+
+
+def test_chunker_strategy_names_agree() -> None:
+    from memlens.core.chunking import STRATEGIES
+    from memlens.core.config import CHUNKER_STRATEGIES
+
+    assert tuple(STRATEGIES) == CHUNKER_STRATEGIES

@@ -335,6 +335,15 @@ def _check_value(key: str, value: Any, where: str) -> None:
         if not known_embedder(value):
             raise ConfigError(f"{where}: unknown embedder {value!r}; valid names: auto, "
                               f"{', '.join(sorted(EMBEDDER_NAMES))}")
+    if key == "chunker.strategy" and value not in CHUNKER_STRATEGIES:
+        raise ConfigError(f"{where}: `chunker.strategy` must be one of"
+                          f" {', '.join(CHUNKER_STRATEGIES)}, got {value!r}")
+    if key == "chunker.max_tokens" and (not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}: `chunker.max_tokens` must be a positive integer, got {value!r}")
+    if key in ("chunker.overlap_tokens", "chunker.min_tokens", "watch.debounce_ms",
+               "retention.max_revisions", "retention.max_age_days") and (
+            not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{where}: `{key}` must be an integer >= 0, got {value!r}")
     if key == "search.fusion" and value not in FUSION_CHOICES:
         raise ConfigError(f"{where}: `search.fusion` must be one of {', '.join(FUSION_CHOICES)},"
                           f" got {value!r}")
@@ -426,6 +435,11 @@ def _apply_overrides(overrides: Mapping[str, Any], values: dict[str, Any],
         origins[key] = "flag"
 
 
+CHUNKER_STRATEGIES = ("adaptive", "headings", "windows", "whole")
+"""The chunker's strategies (``chunking.STRATEGIES``; not imported: it loads the chunker;
+``tests/test_limits_config.py`` checks the two agree)."""
+
+
 def load_settings(
     config_path: Path | None = None,
     *,
@@ -458,6 +472,11 @@ def load_settings(
             _check_value(key, values[key], f"environment variable {var}")
             origins[key] = f"env {var}"
     _apply_overrides(overrides or {}, values, origins, emb_opts)
+    over, most = values["chunker.overlap_tokens"], values["chunker.max_tokens"]
+    if over >= most:
+        raise ConfigError(
+            f"`chunker.overlap_tokens` ({over}, {origins['chunker.overlap_tokens']}) must be"
+            f" smaller than `chunker.max_tokens` ({most}, {origins['chunker.max_tokens']})")
     return Settings(values=values, origins=origins, embedder_options=emb_opts,
                     config_path=used_path)
 
