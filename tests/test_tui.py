@@ -190,6 +190,16 @@ def scenario(tmp_path: Path, clock: Clock, make_service: Callable[..., Any]) -> 
     return build_scenario(tmp_path, clock, make_service)
 
 
+async def until(pilot: Pilot[Any], cond: Callable[[], bool], what: str,
+                *, timeout: float = 10.0) -> None:
+    """Let the app run until ``cond()`` holds (a focus move or a style that follows it
+    can land a refresh later on a loaded machine); fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+
+
 async def settle(pilot: Pilot[Any], *, timeout: float = 30.0) -> None:
     """Wait until no debounce is pending and no worker runs (the watcher excepted)."""
     app = pilot.app
@@ -342,29 +352,31 @@ async def test_tab_cycles_panes_with_a_focus_ring(scenario: Scenario) -> None:
         idle = chunks.styles.border_top[1]
         assert ring != idle, "the focused pane's border stands out"
         await pilot.press("tab")
-        assert chunks.has_focus
-        assert chunks.styles.border_top[1] == ring and tree.styles.border_top[1] == idle
+        await until(pilot, lambda: chunks.has_focus, "tab to the chunks")
+        await until(pilot, lambda: chunks.styles.border_top[1] == ring
+                    and tree.styles.border_top[1] == idle, "the ring to follow the focus")
         await pilot.press("tab")
-        assert flt.has_focus
+        await until(pilot, lambda: flt.has_focus, "tab to the filter")
         await pilot.press("tab")
-        assert tree.has_focus
+        await until(pilot, lambda: tree.has_focus, "tab back to the tree")
         await pilot.press("shift+tab")
-        assert flt.has_focus
+        await until(pilot, lambda: flt.has_focus, "shift+tab to the filter")
         await pilot.press("shift+tab")
-        assert chunks.has_focus
+        await until(pilot, lambda: chunks.has_focus, "shift+tab to the chunks")
         # The detail pane is the one of the shown tab (the focus follows a tab switch).
         await pilot.press("2")
-        await pilot.pause()
-        assert app.query_one("#revisions", OptionList).has_focus
+        revisions = app.query_one("#revisions", OptionList)
+        await until(pilot, lambda: revisions.has_focus, "the timeline to take the focus")
         await pilot.press("tab", "tab", "tab")
-        assert app.query_one("#revisions", OptionList).has_focus
+        await settle(pilot)
+        assert revisions.has_focus
         await pilot.press("3")
-        await pilot.pause()
         projection = app.query_one("#projection")
-        assert app.focused is not None and \
-            (app.focused is projection or projection in app.focused.ancestors)
-        assert projection.styles.border_top[1] == ring
-
+        await until(pilot, lambda: app.focused is not None and (
+            app.focused is projection or projection in app.focused.ancestors),
+            "the projection pane to take the focus")
+        await until(pilot, lambda: projection.styles.border_top[1] == ring,
+                    "the ring on the projection pane")
 
 @async_test
 async def test_ctrl_r_reloads_and_says_so(scenario: Scenario) -> None:
