@@ -132,6 +132,11 @@ def test_chunks_command(tmp_path: Path) -> None:
     for c in out["chunks"]:
         assert text[c["start_char"] : c["end_char"]] == c["text"]
         assert c["tokens"] <= 100
+    # The text form says why each chunk exists, as the README says (it showed only --json).
+    shown = run_cli("chunks", str(f), "--max-tokens", "100", "--overlap", "20").stdout
+    reasons = [ln.strip()[len("why: "):] for ln in shown.splitlines()
+               if ln.strip().startswith("why: ")]
+    assert reasons == [c["reason"] for c in out["chunks"]] and len(reasons) > 2
     missing = run_cli("chunks", str(tmp_path / "missing.md"))
     assert missing.returncode == 1 and "no such file" in missing.stderr
     d = run_cli("chunks", str(tmp_path))
@@ -243,3 +248,31 @@ def test_small_cli_messages(tmp_path: Path) -> None:
     proj = run_cli("project", "--db", db, env=ENV)
     assert proj.returncode == 0 and proj.stdout.strip() == \
         "1 projected: 1 ready, 0 failed; queue: 1 ready"
+
+
+def test_history_takes_the_path_docs_prints_and_search_refuses_an_unknown_type(
+        tmp_path: Path) -> None:
+    """`memlens docs` lists `repository/path`; `history` said "no document" for exactly
+    that string. `search --type` with a type no document has answered "no results",
+    exit 0, as if nothing were stored (`--repository` already said what is known)."""
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    (mem / "db.md").write_text("---\nname: DB\ntype: project\n---\n# DB\n\nUse postgres.\n")
+    (mem / "sub").mkdir()
+    (mem / "sub" / "x.md").write_text("# X\n\nnested note\n")
+    db = str(tmp_path / "m.db")
+    assert run_cli("ingest", str(mem), "--db", db, env=ENV).returncode == 0
+    listed = run_cli("docs", "--db", db, env=ENV).stdout
+    for shown, path in (("mem/db.md", "db.md"), ("mem/sub/x.md", "sub/x.md")):
+        assert shown in listed
+        h = _json(run_cli("history", shown, "--db", db, "--json", env=ENV))
+        assert (h["repository"], h["path"]) == ("mem", path)
+        assert _json(run_cli("history", path, "--db", db, "--json", env=ENV)) == h
+    missing = run_cli("history", "mem/nope.md", "--db", db, env=ENV)
+    assert missing.returncode == 1 and missing.stderr.strip() == "memlens: no document 'mem/nope.md'"
+
+    bad = run_cli("search", "postgres", "--type", "projekt", "--db", db, env=ENV)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip() == "memlens: no document type 'projekt'; known: project"
+    ok = _json(run_cli("search", "postgres", "--type", "project", "--db", db, "--json", env=ENV))
+    assert [h["path"] for h in ok["hits"]][:1] == ["db.md"]

@@ -341,7 +341,7 @@ def _check_value(key: str, value: Any, where: str) -> None:
     if key == "chunker.max_tokens" and (not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `chunker.max_tokens` must be a positive integer, got {value!r}")
     if key in ("chunker.overlap_tokens", "chunker.min_tokens", "watch.debounce_ms",
-               "retention.max_revisions", "retention.max_age_days") and (
+               "retention.max_revisions", "retention.max_age_days", "search.history") and (
             not isinstance(value, int) or value < 0):
         raise ConfigError(f"{where}: `{key}` must be an integer >= 0, got {value!r}")
     if key == "search.fusion" and value not in FUSION_CHOICES:

@@ -76,7 +76,8 @@ class ServiceReads(ServiceBase):
 
     def locate(self, repository: str | None, path: str) -> DocumentDetail | None:
         """Document detail by repository and logical path (repository may be omitted
-        when the path is unique).
+        when the path is unique). Without a repository, ``path`` may also be written
+        ``repository/path`` as ``memlens docs`` prints it.
 
         Raises:
             LookupError: The path exists in several repositories and none was given.
@@ -95,7 +96,12 @@ class ServiceReads(ServiceBase):
                 "SELECT repository FROM memory_documents WHERE logical_path=?", (path,))]
             raise LookupError(f"{path} exists in several repositories ({', '.join(repos)}); "
                               "pass --repository")
-        return self.detail(ids[0]) if ids else None
+        if ids:
+            return self.detail(ids[0])
+        for i, ch in enumerate(path):  # `repository/path`, as `memlens docs` lists them
+            if ch == "/" and (d := find_document(conn, path[:i], path[i + 1:])):
+                return self.detail(int(d["id"]))
+        return None
 
     def detail(self, doc_id: int) -> DocumentDetail | None:
         """Full detail of one document (content, projection state, front matter)."""

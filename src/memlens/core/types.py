@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .db import DatabaseError as DatabaseError
     from .db import StorageError as StorageError
     from .doctor import Problem as Problem
+    from .embedder_names import EMBEDDER_NAMES as EMBEDDER_NAMES
     from .embedding import EmbedderUnavailable as EmbedderUnavailable
     from .embedding import EmbeddingError as EmbeddingError
     from .indexfile import IndexWarning as IndexWarning
@@ -73,6 +74,7 @@ _LAZY: dict[str, str] = {
     'ChunkerConfigError': '.chunking',
     'ChunkResult': '.chunking',
     'FUSIONS': '.config',
+    'EMBEDDER_NAMES': '.embedder_names',
     'ChunkerSettings': '.config',
     'ConfigError': '.config',
     'EmbedderSettings': '.config',
@@ -116,7 +118,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BenchError", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig", "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
-    "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
+    "EMBEDDER_NAMES", "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
     "NO_WORD_NOTE",

@@ -260,7 +260,8 @@ def list_memories(svc: MemoryService, repository: str | None = None) -> ToolOutp
             lines.append(f"{d.repository}:")
             last_repo = d.repository
         extra = f" type={d.doc_type}" if d.doc_type else ""
-        lines.append(f"  {d.path}  [{d.status}, {d.chunk_count} chunks, {d.size} B{extra}]")
+        word = "chunk" if d.chunk_count == 1 else "chunks"
+        lines.append(f"  {d.path}  [{d.status}, {d.chunk_count} {word}, {d.size} B{extra}]")
         if d.error:
             lines.append(f"    error: {scrub(d.error)}")
         for w in warnings:

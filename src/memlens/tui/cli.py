@@ -183,7 +183,9 @@ def _parser_rechunk(sub: Any) -> None:
     s.add_argument("--no-remember", action="store_true",
                    help="rechunk once; the next write of the file uses the remembered/default")
     _chunker_flags(s)
-    s.add_argument("--defer-projection", action="store_true")
+    s.add_argument("--defer-projection", action="store_true",
+                   help="record the rechunk revisions but do not project them (the last good"
+                        " projection stays searchable until `memlens project`)")
     _common(s)
 
 
@@ -244,6 +246,10 @@ def _service(args: argparse.Namespace, **overrides: Any) -> MemoryService:
         except LookupError as exc:
             svc.close()
             raise CliError(str(exc)) from None
+    doc_type = getattr(args, "doc_type", None)
+    if doc_type and doc_type not in (types := svc.search_facets()[1]):
+        svc.close()  # a typo would answer "no results" as if nothing were stored
+        raise CliError(f"no document type {doc_type!r}; known: {', '.join(types) or 'none yet'}")
     return svc
 
 

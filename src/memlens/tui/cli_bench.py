@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import memlens.core.types as T
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 
@@ -37,8 +39,8 @@ def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> Non
         "synthetic corpora instead (no relevance metrics). The --db option is not used: "
         "every run works on temporary databases.",
         epilog="Strategies: whole, headings, windows-48-12, adaptive-400-80, or "
-        "KIND:MAX:OVERLAP such as windows:96:24 or adaptive:200:40. Embedders: hashing, "
-        "static, model2vec, sentence-transformers, openai (options from the config file's "
+        "KIND:MAX:OVERLAP such as windows:96:24 or adaptive:200:40. Embedders: "
+        f"{', '.join(T.EMBEDDER_NAMES)} (options from the config file's "
         "[embedder] table apply to the configured embedder).")
     p.add_argument("--corpus", type=Path, default=None, metavar="DIR",
                    help="folder of Claude project folders (default: the bundled corpus/)")

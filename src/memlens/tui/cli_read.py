@@ -103,7 +103,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
         _print_json({"documents": [d.as_json() for d in docs]})
         return EXIT_OK
     for d in docs:
-        print(f"{d.status:<10} {d.chunk_count:>3} chunks {d.size:>7} B  {d.repository}/{d.path}"
+        print(f"{d.status:<10} {d.chunk_count:>3} {'chunk ' if d.chunk_count == 1 else 'chunks'}"
+              f" {d.size:>7} B  {d.repository}/{d.path}"
               + (f"  ({d.error})" if d.error else ""))
     if not docs:
         print("no documents")
@@ -173,12 +174,14 @@ def cmd_chunks(args: argparse.Namespace) -> int:
                        for c in res.chunks]})
         return EXIT_OK
     note = "raw, not redacted" if args.raw else f"redacted as stored: {redacted} secret(s)"
-    print(f"{p}: {len(res.chunks)} chunks ({cfg.canonical_json()}; {note})")
+    word = "chunk" if len(res.chunks) == 1 else "chunks"
+    print(f"{p}: {len(res.chunks)} {word} ({cfg.canonical_json()}; {note})")
     for c in res.chunks:
         first = next((ln for ln in c.text.splitlines() if ln.strip()), "")[:70]
         head = " > ".join(c.heading_path) or "(top)"
         print(f"  #{c.ordinal:<3} {c.tokens:>4} tok  chars {c.start_char}-{c.end_char}  "
               f"bytes {c.start_byte}-{c.end_byte}  {head}")
+        print(f"        why: {c.reason}")
         print(f"        {first}")
     return EXIT_OK
 

@@ -130,9 +130,10 @@ def stats_line(label: str, chunks: list[Chunk], length: int, width: int = 48) ->
     """Label, ``N chunks · tokens min/median/max a/b/c`` and the boundary ruler, for a
     column ``width`` cells wide (shorter words, never wrapped, when it is narrow)."""
     n, lo, med, hi = token_stats([c.tokens for c in chunks])
-    counts = f"{n} chunks · tokens min/median/max {lo}/{med}/{hi}"
+    word = "chunk" if n == 1 else "chunks"
+    counts = f"{n} {word} · tokens min/median/max {lo}/{med}/{hi}"
     if len(counts) > width:
-        counts = f"{n} chunks · min/med/max {lo}/{med}/{hi}"
+        counts = f"{n} {word} · min/med/max {lo}/{med}/{hi}"
     return Content.assemble((label, "bold"), f"\n{counts}\n",
                             (boundary_ruler(chunks, length, max(8, min(48, width))),
                              "$text-accent"))
