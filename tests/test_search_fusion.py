@@ -107,6 +107,35 @@ def test_a_real_word_makes_semantic_hits_matches(svc: MemoryService) -> None:
     assert {h.match for h in res.hits} <= {"lexical", "semantic"}
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("busy_timeout", True), ("X-Request-Id", True), ("foo.bar()", True), ("v1.2 SQLITE_BUSY", True),
+    ("busy timeout", False), ("busy_timeout settings", False), ("pgbouncer", False),
+    ("user's", False), ("", False), ("   ", False),
+])
+def test_identifiers_only(text: str, expected: bool) -> None:
+    assert search_mod.identifiers_only(text) is expected
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_identifier_query_presents_only_its_occurrences_as_matches(
+        svc: MemoryService, fusion: str) -> None:
+    """`busy_timeout` asks where that string occurs: chunks merely near it by meaning
+    (retro notes, a runbook) were counted as matches beside the ones holding it. They
+    are "closest" now, after every match; a plain-word query keeps its semantic hits."""
+    res = search_mod.search(svc.conn(), "busy_timeout", mode="hybrid", embedder=svc.embedder,
+                            k=10, fusion_options={"fusion": fusion, "semantic_min_z": None})
+    assert res.hits and res.matches >= 1
+    for h in res.hits:
+        assert h.is_match == h.lexical_match, (h.path, h.match)
+        assert h.match in ("lexical", "closest")
+    assert [h.is_match for h in res.hits] == sorted((h.is_match for h in res.hits), reverse=True)
+    assert not all(h.is_match for h in res.hits), "the hashing embedder finds neighbours"
+    words = search_mod.search(svc.conn(), "connection timeout", mode="hybrid",
+                              embedder=svc.embedder, k=10,
+                              fusion_options={"fusion": fusion, "semantic_min_z": None})
+    assert any(h.match == "semantic" for h in words.hits)
+
+
 def test_lexical_hits_are_marked(svc: MemoryService) -> None:
     hits = svc.search("busy_timeout", mode="hybrid", k=5).hits
     assert hits and hits[0].lexical_match and hits[0].match == "lexical"

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 from .search_query import STOP_WORDS as STOP_WORDS
 from .search_query import build_fts_query as build_fts_query
 from .search_query import fts_phrases as fts_phrases
+from .search_query import identifiers_only as identifiers_only
 from .search_query import match_spans as match_spans
 
 MODES = ("lexical", "vector", "hybrid")
@@ -312,7 +313,9 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     The candidate depth is ``max(candidates, k)`` on each side, so for any
     ``k <= candidates`` the order of the top ``k`` does not depend on ``k``.
 
-    Every hit says whether it shares a query term (``lexical_match`` / ``match``).
+    Every hit says whether it shares a query term (``lexical_match`` / ``match``);
+    when every word of the query is a code identifier (:func:`identifiers_only`), hits
+    that share none are "closest", not matches.
     Semantic-only hits are kept only when their cosine is at least
     ``mean + semantic_min_z * std`` of the query's vector candidates (``None``
     keeps them all), so a query nothing matches lexically and whose neighbours are
@@ -343,8 +346,13 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if semantic_min_z is not None:
         pool.drop_weak_semantic(semantic_min_z)
     scores = pool.scores(fusion, lexical_weight, vector_weight, rrf_k)
+    if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
+        for h in pool.fused.values():             # is near it: the rest rank after
+            if h.match == "semantic":
+                h.match = "closest"
     ranked = []
-    for nid in sorted(pool.fused, key=lambda nid: (-scores[nid], nid)):
+    for nid in sorted(pool.fused, key=lambda nid: (not pool.fused[nid].is_match,
+                                                   -scores[nid], nid)):
         h = pool.fused[nid]
         h.score = round(scores[nid], 8)
         ranked.append(h)

@@ -43,7 +43,8 @@ class SearchHit:
     lexical_match: bool = False
     # "lexical": shares a query term; "semantic": no shared term, but close by meaning
     # while other hits do match words; "closest": nothing in memory shares a word with
-    # the query, so this is only the nearest by meaning and not presented as a match.
+    # the query (or the query is only code identifiers and this one holds none of them),
+    # so this is only the nearest by meaning and not presented as a match.
     match: str = "lexical"
 
     @property

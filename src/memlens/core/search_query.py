@@ -60,6 +60,15 @@ def build_fts_query(text: str, *, prefix: bool = True) -> str | None:
     return " OR ".join(out)
 
 
+def identifiers_only(text: str) -> bool:
+    """Whether every word of ``text`` is a code identifier (``busy_timeout``,
+    ``X-Request-Id``, ``foo.bar()``, ``v1.2``): such a query asks where that string
+    occurs, and a chunk merely near it in meaning is not a match."""
+    terms = [_PART_RE.findall(raw) for raw in _TERM_RE.findall(text)]
+    terms = [t for t in terms if t]
+    return bool(terms) and all(len(t) > 1 for t in terms)
+
+
 def fts_phrases(fts: str) -> list[str]:
     """The phrases of an expression made by :func:`build_fts_query`, in order (its
     phrases are lower-cased, so the ``" OR "`` between them never occurs inside one)."""
