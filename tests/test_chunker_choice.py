@@ -136,3 +136,49 @@ def test_cli_rechunk_sticks_and_resets(tmp_path: Path, tree: Any) -> None:
     assert json.loads(r.stdout)["rechunked"] == 1
     cfg = json.loads(run_cli("config", "--db", db, "--json", env=env).stdout)
     assert cfg["chunker_choices"] == []
+
+
+def test_a_broad_reset_forgets_the_narrower_choices_it_covers(make_service: Any, tree: Any) -> None:
+    """`rechunk --all --reset` left a repository's remembered choice in place (it forgot
+    only the all-documents one, of which there was none) and said "0 rechunked"; a reset
+    now covers what the same rechunk would have replaced, as `remember` does."""
+    tree.write("a.md", LONG)
+    tree.write("b.md", LONG, slug="-home-dev-other")
+    tree.write("c.md", LONG, slug="-home-dev-other")
+    svc = make_service()
+    _ingest(svc, tree)
+    a = svc.locate("-home-dev-proj", "a.md")
+    b = svc.locate("-home-dev-other", "b.md")
+    c = svc.locate("-home-dev-other", "c.md")
+    assert a is not None and b is not None and c is not None
+    svc.rechunk_and_project(None, WINDOWS, repository="-home-dev-other")
+    svc.rechunk_and_project([c.id], ChunkerConfig.from_dict({"strategy": "whole"}))
+    svc.rechunk_and_project([a.id], WINDOWS)
+    # The repository's reset forgets its documents' choices too, not other repositories'.
+    out = svc.reset_chunker(repository="-home-dev-other")
+    assert set(out.changed) == {b.id, c.id}
+    assert svc.effective_chunker(b.id).origin == svc.effective_chunker(c.id).origin == "settings"
+    assert svc.effective_chunker(a.id).origin == "document"
+    svc.rechunk_and_project(None, WINDOWS, repository="-home-dev-other")
+    every = svc.reset_chunker(None)
+    assert set(every.changed) == {a.id, b.id, c.id}
+    assert svc.chunker_choices() == []
+    assert all(_cfg(svc, p, r)["strategy"] == "adaptive" for p, r in
+               (("a.md", "-home-dev-proj"), ("b.md", "-home-dev-other"), ("c.md", "-home-dev-other")))
+
+
+def test_cli_all_reset_rechunks_what_a_repository_choice_held(tmp_path: Path) -> None:
+    mem = tmp_path / "proj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "a.md").write_text(LONG)
+    db = str(tmp_path / "m.db")
+    env = {"MEMLENS_EMBEDDER": "hashing"}
+    assert run_cli("ingest", str(tmp_path / "proj"), "--db", db, env=env).returncode == 0
+    r = run_cli("rechunk", "--all", "--repository", "proj", "--strategy", "windows",
+                "--max-tokens", "60", "--overlap", "12", "--db", db, env=env)
+    assert r.returncode == 0, r.stderr
+    reset = run_cli("rechunk", "--all", "--reset", "--db", db, "--json", env=env)
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["rechunked"] == 1
+    shown = run_cli("config", "--db", db, env=env).stdout
+    assert "chunker for" not in shown

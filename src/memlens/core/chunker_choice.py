@@ -87,12 +87,22 @@ def remember(conn: apsw.Connection, scope: str, config: ChunkerConfig, now: floa
 
 
 def forget(conn: apsw.Connection, scope: str, *, document_id: int | None = None,
-           repository: str | None = None) -> bool:
-    """Remove one remembered choice; returns whether there was one."""
+           repository: str | None = None, document_ids: list[int] | None = None) -> bool:
+    """Remove a remembered choice and, as :func:`remember` does, the narrower ones it
+    covers: ``all`` forgets every choice; ``repository`` also the choices of its
+    documents (pass their ids as ``document_ids``). Returns whether any was removed."""
     key = _key(scope, document_id, repository)
     with write_txn(conn):
+        if scope == "all":
+            conn.execute("DELETE FROM chunker_choices")
+            return bool(conn.changes())
         conn.execute("DELETE FROM chunker_choices WHERE scope=? AND key=?", (scope, key))
-        return bool(conn.changes())
+        removed = bool(conn.changes())
+        if scope == "repository":
+            conn.executemany("DELETE FROM chunker_choices WHERE scope='document' AND key=?",
+                             [(str(i),) for i in document_ids or []])
+            removed = removed or bool(conn.changes())
+        return removed
 
 
 def effective(conn: apsw.Connection, document_id: int | None, repository: str,

@@ -560,8 +560,9 @@ class MemoryService(ServiceReads):
     def reset_chunker(self, doc_id: int | None = None, *, repository: str | None = None,
                       project: bool = True) -> RechunkOutcome:
         """Forget a remembered choice (of one document, of ``repository``, or — both
-        None — the all-documents one) and rechunk the affected documents with what
-        applies then."""
+        None — the all-documents one) and the narrower ones it covers (a repository's
+        documents; with neither, every choice), then rechunk the affected documents with
+        what applies then."""
         from . import chunker_choice as choice
 
         conn = self.conn()
@@ -569,8 +570,8 @@ class MemoryService(ServiceReads):
             choice.forget(conn, "document", document_id=doc_id)
             ids = [doc_id]
         elif repository is not None:
-            choice.forget(conn, "repository", repository=repository)
             ids = [d.id for d in self.list_documents(repository=repository)]
+            choice.forget(conn, "repository", repository=repository, document_ids=ids)
         else:
             choice.forget(conn, "all")
             ids = [d.id for d in self.list_documents()]
