@@ -110,3 +110,29 @@ def test_file_replaced_by_folder_is_a_delete(tmp_path: Path) -> None:
     assert out["deleted"] == 1 and out["created"] == 1, out
     assert set(_docs(db)) == {"MEMORY.md", "deploy.md", "owls.md/inside.md"}
     assert _hits(db, "zephyrwood") == []
+
+
+def test_a_second_name_for_a_stored_folder_is_refused(tmp_path: Path) -> None:
+    """`ingest DIR --repository other` on a folder stored under another repository said
+    "10 unchanged" and kept the old name: the flag was silently ignored. It is one line,
+    exit 2, naming the stored repository, and nothing changes."""
+    mem = _memory(tmp_path)
+    db = str(tmp_path / "m.db")
+    first = _ok(run_cli("ingest", str(mem), "--repository", "larks", "--db", db, "--json", env=ENV))
+    assert first["created"] == 3
+    before = _ok(run_cli("docs", "--db", db, "--json", env=ENV))
+    for cmd in ("ingest", "watch"):
+        p = run_cli(cmd, str(mem), "--repository", "owls", "--db", db, env=ENV)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.strip().splitlines() == [
+            f"memlens: {mem} is stored as repository 'larks'; a folder keeps its name"
+            " (run without --repository, or with --repository larks)"]
+    assert _ok(run_cli("docs", "--db", db, "--json", env=ENV)) == before
+    same = _ok(run_cli("ingest", str(mem), "--repository", "larks", "--db", db, "--json", env=ENV))
+    assert same["unchanged"] == 3
+    # A new folder may still be given any name.
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "n.md").write_text("# N\n\nnote\n")
+    new = _ok(run_cli("ingest", str(other), "--repository", "owls", "--db", db, "--json", env=ENV))
+    assert new["created"] == 1

@@ -158,11 +158,19 @@ class MemoryService(ServiceReads):
     # -- sources ------------------------------------------------------------
     def resolve_roots(self, paths: Sequence[Path] | None = None,
                       repository: str | None = None) -> list[MemoryRoot]:
-        """Memory roots for the given paths, else configured roots, else discovery."""
+        """Memory roots for the given paths, else configured roots, else discovery.
+
+        Raises:
+            UsageError: a path does not name memory folders, or ``repository`` names a
+                folder already stored under another repository (a folder keeps its name;
+                the documents stay where they are).
+        """
         if paths:
             out: list[MemoryRoot] = []
             for p in paths:
                 out.extend(roots_for_path(Path(p), repository))
+            if repository:
+                self._check_folder_names(out)
             return out
         if self.settings.roots:
             out = []
@@ -171,6 +179,20 @@ class MemoryService(ServiceReads):
                     out.extend(roots_for_path(p, repository or self.settings.repository))
             return out
         return discover_default_roots()
+
+    def _check_folder_names(self, roots: Sequence[MemoryRoot]) -> None:
+        from .sources import UsageError
+        from .store import repositories_at
+
+        if not self.db_path.exists():
+            return
+        for root in roots:
+            other = [r for r in repositories_at(self.conn(), str(root.path))
+                     if r != root.repository]
+            if other:
+                raise UsageError(
+                    f"{root.path} is stored as repository {other[0]!r}; a folder keeps its name"
+                    f" (run without --repository, or with --repository {other[0]})")
 
     # -- writes -------------------------------------------------------------
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,

@@ -499,6 +499,13 @@ def write_rechunk(conn: apsw.Connection, doc_id: int, config: ChunkerConfig,
     return rev
 
 
+def repositories_at(conn: apsw.Connection, source_root: str) -> list[str]:
+    """The repositories of the live documents read from the memory folder ``source_root``."""
+    return [str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT repository FROM memory_documents WHERE tombstoned_at IS NULL"
+        " AND source_root=? ORDER BY repository", (source_root,))]
+
+
 def live_documents_under(conn: apsw.Connection, source_root: str,
                          repository: str | None = None) -> list[dict[str, Any]]:
     """Live documents whose memory folder is ``source_root``, and, with ``repository``,
