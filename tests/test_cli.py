@@ -121,6 +121,26 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["docs", "--bogus"],
+     "memlens docs: unrecognized arguments: --bogus (see `memlens docs --help`)"),
+    (["search"], "memlens search: the following arguments are required: query"
+                 " (see `memlens search --help`)"),
+    (["search", "x", "-k", "many"],
+     "memlens search: argument -k: invalid int value: 'many' (see `memlens search --help`)"),
+    (["history", "a.md", "--nope", "1"],
+     "memlens history: unrecognized arguments: --nope 1 (see `memlens history --help`)"),
+])
+def test_argument_errors_are_one_line_naming_the_command(
+        tmp_path: Path, argv: list[str], line: str) -> None:
+    """argparse printed its whole usage block before the error, and an unknown option
+    of a command was reported with the top-level usage (`memlens [-h] COMMAND ...`)."""
+    p = run_cli(*argv, "--db", str(tmp_path / "m.db"), env=ENV)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [line]
+    assert not (tmp_path / "m.db").exists()
+
+
 def test_chunks_command(tmp_path: Path) -> None:
     """`memlens chunks FILE --json` shape, and clear errors for bad files."""
     f = tmp_path / "n.md"

@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import memlens.core.types as T  # heavy names (chunker, embedders, key) resolve on use
 from memlens.core.service import MemoryService, explain_storage_error, load_settings
@@ -76,11 +76,32 @@ def _chunker_flags(p: argparse.ArgumentParser) -> None:
                    help="floor: shorter adjacent sections merge (50; at most max/8; 0 = off)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line naming the command and its
+    ``--help`` (argparse prints the whole usage block first); exit 2. Sub-parsers are
+    built with the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; an option the command does not know is reported by that command
+    (``memlens docs: unrecognized arguments: --bogus``), not by the top-level parser."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        cmd = getattr(args, "command", None)
+        prog = f"{parser.prog} {cmd}" if cmd else parser.prog
+        parser.exit(EXIT_USAGE, f"{prog}: unrecognized arguments: {' '.join(extra)}"
+                                f" (see `{prog} --help`)\n")
+    return args
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs); ``only`` names one of the core
     commands to build just that sub-parser (what :func:`main` does when argv starts with
     it: building all of them costs more than a lexical search)."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="memlens",
         description="Keep Claude Code's Markdown memory in one SQLite database; search and "
         "inspect it. With no command, opens the terminal UI.",
@@ -451,10 +472,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(raw[0] if raw else None)
-    args = parser.parse_args(_join_dash_values(_default_to_tui(parser, raw)))
+    args = _parse(parser, _join_dash_values(_default_to_tui(parser, raw)))
     if args.command is None:
         try:  # `memlens` alone opens the TUI
-            args = parser.parse_args(["tui"])
+            args = _parse(parser, ["tui"])
         except SystemExit:
             pass
     cfg = getattr(args, "config", None)
