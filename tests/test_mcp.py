@@ -207,8 +207,11 @@ def test_bad_input_is_a_tool_error(built: Built) -> None:
             assert "mode" in await r.error("search_memory", {"query": "x", "mode": "fuzzy"})
             msg = await r.error("search_memory", {"query": "x", "repository": "lanternfsh"})
             assert "-home-dev-projects-lanternfish" in msg
-            assert "Unknown repository" in await r.error("list_memories",
-                                                         {"repository": "nope"})
+            msg = await r.error("list_memories", {"repository": "nope"})
+            assert "Unknown repository" in msg and "leave repository out" in msg
+            assert "call list_memories" not in msg  # it is list_memories that failed
+            assert "call list_memories" in await r.error(
+                "search_memory", {"query": "x", "repository": "nope"})
             with pytest.raises(mcp.MCPError, match="Unknown path"):
                 await s.read_resource(f"memory://{TIDEWATER}/missing.md")
             # still serving after all that

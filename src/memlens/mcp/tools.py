@@ -87,15 +87,16 @@ def repositories(svc: MemoryService) -> list[str]:
     return sorted({d.repository for d in svc.list_documents()})
 
 
-def check_repository(svc: MemoryService, repository: str) -> str:
-    """``repository`` when memlens holds it, else a :class:`ToolInputError` with close matches."""
+def check_repository(svc: MemoryService, repository: str,
+                     hint: str = " (call list_memories for every repository and path)") -> str:
+    """``repository`` when memlens holds it, else a :class:`ToolInputError` with close
+    matches and ``hint`` (what to call instead)."""
     repo = repository.strip()
     if not repo:
         raise ToolInputError("repository is empty; call list_memories to see the repositories.")
     known = repositories(svc)
     if repo not in known:
-        raise ToolInputError(_suggest("repository", repo, known)
-                             + " (call list_memories for every repository and path)")
+        raise ToolInputError(_suggest("repository", repo, known) + hint)
     return repo
 
 
@@ -240,7 +241,8 @@ def memory_history(svc: MemoryService, repository: str, path: str, limit: int = 
 
 def list_memories(svc: MemoryService, repository: str | None = None) -> ToolOutput:
     """Live documents with projection status, and MEMORY.md index warnings."""
-    repo = check_repository(svc, repository) if repository else None
+    repo = check_repository(svc, repository, " (leave repository out to list every one)") \
+        if repository else None
     docs = svc.list_documents(repository=repo)
     current = svc.current_repository()
     items: list[dict[str, Any]] = []

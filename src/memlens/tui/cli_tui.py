@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -122,4 +124,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
             app.run()
     finally:
         service.close()
+    if demo:  # the CLI reads the same memory when told where it is
+        db = shlex.quote(str(service.db_path))
+        print(f"memlens: the demo database is {db}; e.g. memlens search QUERY --db {db}",
+              file=sys.stderr)
     return EXIT_OK if app.return_code in (None, 0) else int(app.return_code or 1)
