@@ -170,6 +170,7 @@ class LoopWatch:
         self.worst = 0.0
         self.stalls: list[float] = []  # every lateness over the target, this phase
         self.samples: Counter[str] = Counter()
+        self.others: Counter[str] = Counter()  # other threads' memlens frames during stalls
         self._task: asyncio.Task[None] | None = None
         self._last = time.perf_counter()
         self._sample = sample
@@ -220,11 +221,22 @@ class LoopWatch:
             now = time.perf_counter()
             if now - self._last > self._sample_after and now - sampled_at > 0.02 \
                     and sampled_at < self._last + self._sample_after:
-                frame = sys._current_frames().get(self._loop_thread)
+                frames = sys._current_frames()
+                frame = frames.get(self._loop_thread)
                 if frame is not None:
                     stack = traceback.extract_stack(frame)[-14:]
                     self.samples["\n".join(
                         f"    {Path(f.filename).name}:{f.lineno} {f.name}" for f in stack)] += 1
+                # What our other threads were doing meanwhile (a worker's memlens frames:
+                # it may hold the interpreter lock the loop waits for).
+                for ident, other in frames.items():
+                    if ident in (self._loop_thread, threading.get_ident()):
+                        continue
+                    ours = [f for f in traceback.extract_stack(other)
+                            if "memlens" in f.filename and "benchmarks" not in f.filename]
+                    if ours:
+                        self.others[" < ".join(
+                            f"{f.name}:{f.lineno}" for f in reversed(ours[-4:]))] += 1
                 sampled_at = now
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
@@ -652,10 +664,39 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
     out["tap_ms_per_frame"] = round(tap.tap_seconds / max(1, len(tap.frames)) * 1000, 3)
     if find_stalls:
         out["stall_samples"] = [{"count": n, "stack": s} for s, n in watch.samples.most_common(8)]
+        out["other_threads"] = [{"count": n, "frames": s} for s, n in watch.others.most_common(8)]
         out["gc_pauses"] = _gc_table(watch.gc_pauses)
         out["long_collections"] = sorted(watch.long_gc, key=lambda c: -c["cpu_ms"])[:12]
         out["lexical_builds"] = [{"what": w, "wall_ms": round(t * 1000, 1),
                                   "cpu_ms": round(c * 1000, 1)} for w, t, c in watch.builds]
+    return out
+
+
+async def measure_startup(db: Path, *, find_stalls: bool = False) -> dict[str, Any]:
+    """Only the start-up phase of :func:`measure`: the app over ``db`` until the screen
+    settles (listing, index-file marks, filter candidates, stats), with its stalls."""
+    from memlens.tui.app import MemlensApp
+
+    svc = _service(db)
+    watch = LoopWatch(sample=find_stalls)
+    tap = FrameTap(*SIZE)
+    t0 = time.perf_counter()
+    app = MemlensApp(svc, watch=False, ingest=False)
+    app.animation_level = "none"
+    tap.install(app)
+    async with app.run_test(size=SIZE) as pilot:
+        watch.start()
+        phase = Phase(watch, app)
+        await _settled(app, pilot, tap)
+        listed = tap.first_showing(t0, [_region(app.doc_tree)], "BrowserScreen")
+        out: dict[str, Any] = {
+            "documents_on_screen_s": round(listed.t - t0, 3) if listed else None,
+            "startup": phase.end()}
+        watch.stop()
+    svc.close()
+    if find_stalls:
+        out["stall_samples"] = [{"count": n, "stack": s} for s, n in watch.samples.most_common(4)]
+        out["other_threads"] = [{"count": n, "frames": s} for s, n in watch.others.most_common(6)]
     return out
 
 
@@ -823,6 +864,10 @@ def main(argv: list[str] | None = None) -> int:
                          " objects and RSS per phase show whether memory stays bounded")
     ap.add_argument("--first-paint-only", action="store_true",
                     help="only spawn `memlens tui` in tmux --spawns times (this venv's entry point)")
+    ap.add_argument("--startup-only", type=int, default=0, metavar="N",
+                    help="only the in-process start-up phase, N times (fresh app each time):"
+                         " longest stall, stalls over 50 ms with loop/process CPU, and with"
+                         " --find-stalls what the loop and our other threads ran meanwhile")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     _limit_blas_threads()
@@ -846,6 +891,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({**result, "spawned": fp,
                           "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE")},
                          indent=2 if args.json else None))
+        return 0
+    if args.startup_only:
+        starts = [asyncio.run(measure_startup(db, find_stalls=args.find_stalls))
+                  for _ in range(args.startup_only)]
+        stalls = [st["startup"]["loop_stall_ms"] for st in starts]
+        result.update(startups=starts, longest_stall_ms=stalls,
+                      median_longest_stall_ms=statistics.median(stalls),
+                      runs_with_a_stall_over_50ms=sum(
+                          st["startup"]["stalls_over_50ms"] > 0 for st in starts))
+        print(json.dumps(result, indent=2 if args.json else None))
         return 0
     rounds: list[dict[str, Any]] = []
     spawned: list[dict[str, Any]] = []
