@@ -26,6 +26,10 @@ plus the standard library a lexical search loads, added layer by layer
 (``python -c "import apsw, re, typing, ..."``), then the search itself with
 ``MEMLENS_EMBEDDER`` unset and set (its value is checked against the embedder registry,
 which imports the embedders). Warm ``.pyc``; PYTHONDONTWRITEBYTECODE as inherited.
+It also times the least any Python lexical CLI has to do (:data:`MINIMAL_SEARCH`: no
+argparse, no memlens module: ``sys.argv``, ``apsw``, ``json``, ``zlib``, one read-only open, the
+bm25 statement with snippets, ten rows printed as JSON), a lower bound for a search
+written in Python against this floor.
 
 Usage: ``uv run python benchmarks/cli_startup.py [--runs 10] [--tree before=/tmp/old/src]``
 or ``uv run python benchmarks/cli_startup.py --layers [--runs 15]``
@@ -79,6 +83,24 @@ LAYERS: list[tuple[str, str]] = [
 ]
 
 
+# The least a Python lexical search can do: read the query from argv, open the database
+# read-only, run the bm25 statement (with FTS5's own snippets) and print JSON. No
+# argument parser, no query builder beyond quoting one phrase, no metadata, no history.
+MINIMAL_SEARCH = """\
+import sys, json, zlib, apsw
+q, path = sys.argv[1], sys.argv[2]
+c = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+c.create_scalar_function(  # node text is stored deflated; FTS5 reads it through this
+    "memlens_inflate", lambda b: zlib.decompress(b).decode() if isinstance(b, bytes) else b,
+    1, deterministic=True)
+sql = ("SELECT rowid, bm25(knowledge_nodes_fts), snippet(knowledge_nodes_fts, 1, '[', ']',"
+       " '...', 24) FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?"
+       " ORDER BY 2, 1 LIMIT 10")
+rows = c.execute(sql, ('"' + q.replace('"', '""') + '"',)).fetchall()
+print(json.dumps([{"id": r[0], "score": -r[1], "snippet": r[2]} for r in rows]))
+"""
+
+
 def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     env = dict(os.environ, **{k: v for k, v in base.items() if k.startswith("MEMLENS_")})
     env.pop("MEMLENS_EMBEDDER", None)
@@ -88,6 +110,8 @@ def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     for label, names in LAYERS:
         mods.append(names)
         rows.append((f"+ {label}", env, [sys.executable, "-c", "import " + ", ".join(mods)]))
+    rows.append(("minimal Python search (`MINIMAL_SEARCH`: sys, apsw, json, zlib; no memlens)", env,
+                 [sys.executable, "-c", MINIMAL_SEARCH, QUERY, db]))
     search = [*_memlens(), "search", "--mode", "lexical", QUERY, "--db", db]
     rows.append(("`memlens search --mode lexical ...`, MEMLENS_EMBEDDER unset", env, search))
     rows.append(("the same, MEMLENS_EMBEDDER=hashing", dict(env, MEMLENS_EMBEDDER="hashing"),
@@ -106,14 +130,16 @@ def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
             wall[i].append(w)
     pdwb = os.environ.get("PYTHONDONTWRITEBYTECODE") or "unset"
     print(f"Medians of {runs} interleaved runs, PYTHONDONTWRITEBYTECODE {pdwb}.\n")
-    print("| process | CPU user+sys (ms) | step (ms) | wall (ms) |")
-    print("|---|---:|---:|---:|")
+    print("| process | CPU user+sys (ms) | step (ms) | CPU / floor | wall (ms) |")
+    print("|---|---:|---:|---:|---:|")
     prev = 0.0
+    floor = statistics.median(cpu[0]) * 1000
     for i, (name, _, _) in enumerate(rows):
         med = statistics.median(cpu[i]) * 1000
         step = f"{med - prev:+.1f}" if 0 < i <= len(LAYERS) else ""
         prev = med
-        print(f"| {name} | {med:.1f} | {step} | {statistics.median(wall[i]) * 1000:.1f} |")
+        print(f"| {name} | {med:.1f} | {step} | {med / floor:.2f} |"
+              f" {statistics.median(wall[i]) * 1000:.1f} |")
 
 
 def main() -> None:
