@@ -194,7 +194,8 @@ class DocumentTree(Tree[Any]):
             by_repo.setdefault(d.repository, []).append(d)
         self.clear()
         for repo, rdocs in by_repo.items():
-            node = self.root.add(repo, data=RepoData(repo, rdocs, flat=flat), allow_expand=True)
+            node = self.root.add(Text(repo), data=RepoData(repo, rdocs, flat=flat),
+                                 allow_expand=True)
             self._repo_nodes[repo] = node
         if flat:
             for node in self._repo_nodes.values():
@@ -337,13 +338,13 @@ class DocumentTree(Tree[Any]):
         for item in items[:PAGE]:
             if isinstance(item, DirData):
                 label = posixpath.basename(item.prefix.rstrip("/")) + "/"
-                parent.add(label, data=item, allow_expand=True)
+                parent.add(Text(label), data=item, allow_expand=True)
             else:
-                node = parent.add_leaf(item.summary.path, data=item)
+                node = parent.add_leaf(Text(item.summary.path), data=item)
                 self._doc_nodes[item.summary.id] = node
         rest = items[PAGE:]
         if rest:
-            parent.add_leaf(f"… {len(rest):,} more", data=MoreData(rest))
+            parent.add_leaf(Text(f"… {len(rest):,} more"), data=MoreData(rest))
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
         self._populate(event.node)
