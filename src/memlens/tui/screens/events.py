@@ -23,7 +23,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
+
+from ..widgets.footer import FittingFooter
 
 Level = Literal["info", "warning", "error"]
 LEVEL_STYLE: dict[str, str] = {"info": "$text-muted", "warning": "$text-warning",
@@ -133,7 +135,7 @@ class EventsScreen(ModalScreen[None]):
         with Vertical():
             yield Static(self._title(), id="events-title")
             yield OptionList(*self._rows(), id="events-list")
-        yield Footer()
+        yield FittingFooter()
 
     def _title(self) -> str:
         n = len(self.log_source)
