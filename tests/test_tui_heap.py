@@ -426,3 +426,35 @@ def test_ui_process_gets_one_blas_thread_unless_the_user_set_it(
     with pytest.raises(CliError):
         cli_tui.cmd_tui(args)
     assert os.environ["OPENBLAS_NUM_THREADS"] == cli_tui.BLAS_THREADS
+
+
+@async_test
+async def test_listing_invalidates_the_tree_once_not_per_node(
+        scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tree invalidates its caches and asks for a layout at every node added; the
+    listing adds ~300 repositories and a 250-row page at 10,000 documents, so it adds
+    them in a batch with one invalidation (and the same rows as before)."""
+    from textual.widgets import Tree
+
+    calls: list[int] = []
+    original = Tree._invalidate
+
+    def counted(self: Tree[Any]) -> None:
+        calls.append(1)
+        original(self)
+
+    monkeypatch.setattr(Tree, "_invalidate", counted)
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.doc_tree
+        docs = [tree.summary(i) for i in tree._docs]
+        nodes = len(tree._doc_nodes) + len(tree._repo_nodes)
+        assert nodes > 10
+        calls.clear()
+        tree.load([d for d in docs if d is not None], {})
+        # clear() (once), the repositories (once), the first repository's page (once),
+        # its expansion and the cursor move: a handful, not one per node.
+        assert len(calls) <= 6 < nodes
+        assert len(tree._repo_nodes) == len({d.repository for d in docs if d})
+        assert tree.cursor_node is not None and tree.cursor_node.data is not None
