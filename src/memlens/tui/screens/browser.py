@@ -273,17 +273,31 @@ class BrowserScreen(Screen[None]):
         tabs = self.query_one("#tabs", TabbedContent)
         focused = self.focused
         inside = focused is not None and (focused is tabs or tabs in focused.ancestors)
+        if inside:
+            # Out of the old pane first: hiding a focused list moves the focus to its
+            # neighbour in the same pane (the timeline's scroll area), whose focus
+            # message then switched TabbedContent back to the old tab.
+            self.set_focus(None)
         tabs.active = f"tab-{name}"
         if inside:
             self.call_after_refresh(self.focus_detail)
 
-    def focus_detail(self) -> None:
-        """Focus the pane of the shown tab."""
+    def focus_detail(self, tries: int = 4) -> None:
+        """Focus the pane of the shown tab. A pane a tab switch has just shown may not
+        take the focus yet (Textual skips a widget it does not display yet): while the
+        focus is not in the pane, try again after the next refresh, a few times."""
         pane = self.panes()[1]
         if isinstance(pane, ProjectionPanel):
             pane.focus_retry()
         else:
             pane.focus()
+        if tries > 1:
+            self.call_after_refresh(self._focus_detail_again, tries - 1)
+
+    def _focus_detail_again(self, tries: int) -> None:
+        pane, focused = self.panes()[1], self.focused
+        if focused is None or not (focused is pane or pane in focused.ancestors):
+            self.focus_detail(tries)
 
     def panes(self) -> list[Widget]:
         """What Tab cycles through: the tree, the shown tab's pane, the filter."""
