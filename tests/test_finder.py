@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlens.core.config import load_settings
 from memlens.core.embedding import make_embedder
@@ -173,3 +175,47 @@ def test_cli_short_repository_names(corpus_db: tuple[MemoryService, Path]) -> No
         assert r.returncode == 2, r.stdout
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("memlens: ") and bad in lines[0], r.stderr
+
+
+def _reference_rank(index: FilterIndex, text: str, limit: int = 200,
+                    cutoff: float = 60.0) -> list[tuple[int, float]]:
+    """The filter's ranking written plainly: every candidate's tier score, else both
+    fuzzy scores in full (no score cutoffs), mixed as the module says."""
+    from rapidfuzz import fuzz, utils
+
+    from memlens.core import types as t
+
+    index.prepare()
+    keys = index._keys or []
+    query = t._norm(text)
+    qwords = t._WORDS.findall(query)
+    fq = utils.default_process(text)
+    scored: list[tuple[float, int]] = []
+    for i, k in enumerate(keys):
+        s = t.tier_score(query, k, qwords)
+        if s is not None:
+            scored.append((s, i))
+        elif fq:
+            a = fuzz.WRatio(fq, index.choices[i], processor=None)
+            b = fuzz.partial_ratio(fq, index.choices[i], processor=None)
+            mix = t.FUZZY_WRATIO * a + (1 - t.FUZZY_WRATIO) * b
+            if mix >= cutoff and a >= t.FUZZY_WRATIO_FLOOR:
+                scored.append((mix * t.FUZZY_TOP / 100.0, i))
+    scored.sort(key=lambda si: (-si[0], si[1]))
+    return [(index.candidates[i].id, round(s, 3)) for s, i in scored[:limit]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 -_./", min_size=1, max_size=14),
+    st.sampled_from(["eror handling", "retrys", "perfomance", "tokn", "schmea", "webhok",
+                     "flamegrph", "duckbd", "conection pool", "cros compile"])))
+def test_fuzzy_ranking_equals_the_plain_computation(index: FilterIndex, text: str) -> None:
+    """The filter scores only what can pass (WRatio with its floor as score_cutoff,
+    partial_ratio for the survivors only): the same list and scores as scoring every
+    candidate in full. A WRatio cutoff one point too strict fails this; the partial_ratio
+    cutoff (20: below it the mix cannot reach 60 even with WRatio at 100) is too rarely
+    binding on this corpus for a mutant to show here."""
+    index.prepare()
+    got = [(d.id, s) for d, s in index._rank(text, None, 200, 60.0)]
+    assert got == _reference_rank(index, text)
