@@ -2,8 +2,9 @@
 
 Textual's ``Footer`` is a container of one ``FooterKey`` widget per binding and composes
 them again whenever the screen's bindings change (every focus move): each key is a
-widget to mount, style and render. At start-up that cost 0.6 s of CPU and ~25 ms of the
-longest event-loop stall at 10,000 documents (``benchmarks/tui.py --startup-only``;
+widget to mount, style and render. At start-up that cost about half a second of CPU and
+~25 ms of the longest event-loop stall at 10,000 documents (``--startup-only`` of
+``benchmarks/tui.py``;
 ``docs/benchmarks.md``, "Start-up: a key bar that draws one line"). This bar keeps the
 footer's look (the same theme variables, key and description styles, the command
 palette key at the right behind a thin rule) and its behaviour (click a key to press
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -178,7 +180,7 @@ class FittingFooter(Widget, can_focus=False):
         for item in items:
             if isinstance(item, BarKey) and item.palette:
                 continue
-            cells = len(item_text(item))
+            cells = cell_len(item_text(item))
             if x + cells > room:
                 break  # what follows matters less: none of it is drawn
             shown.append(item)
@@ -187,7 +189,7 @@ class FittingFooter(Widget, can_focus=False):
             x += cells
         palette = next((i for i in items if isinstance(i, BarKey) and i.palette), None)
         if palette is not None:
-            cells = len(item_text(palette)) + 2  # the rule before, one cell of padding after
+            cells = cell_len(item_text(palette)) + 2  # the rule before, one cell of padding after
             spans.append((max(x, width - cells) + 1, width - 1, palette))
             shown.append(palette)
         return shown, spans
@@ -204,7 +206,7 @@ class FittingFooter(Widget, can_focus=False):
                 line.append(item_text(item), desc_style)
                 continue
             if item.palette:
-                pad = width - line.cell_len - len(item_text(item)) - 2
+                pad = width - line.cell_len - cell_len(item_text(item)) - 2
                 line.append(" " * max(0, pad))
                 line.append(RULE, self.get_component_rich_style("footer--rule"))
             dim = Style(dim=True) if not item.enabled else Style()
