@@ -458,3 +458,27 @@ async def test_listing_invalidates_the_tree_once_not_per_node(
         assert len(calls) <= 6 < nodes
         assert len(tree._repo_nodes) == len({d.repository for d in docs if d})
         assert tree.cursor_node is not None and tree.cursor_node.data is not None
+
+
+@async_test
+async def test_a_debounced_callback_due_while_the_app_leaves_is_dropped(
+        scenario: Scenario) -> None:
+    """A filter typed just before quitting: its debounce fired while the widgets were
+    being removed and raised NoMatches for '#filter' at exit (seen under load)."""
+    from memlens.tui.app import FILTER_DEBOUNCE
+
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        called: list[int] = []
+        app.filter_debounce.start(lambda: called.append(1))
+        screen = app.screen
+        screen._closing = True  # what a test's end (or the app leaving) marks first
+        try:
+            await pilot.pause(FILTER_DEBOUNCE * 3)
+            assert called == [] and not app.filter_debounce.pending
+        finally:
+            screen._closing = False
+        app.filter_debounce.start(lambda: called.append(2))  # not leaving: it runs
+        await pilot.pause(FILTER_DEBOUNCE * 3)
+        assert called == [2]

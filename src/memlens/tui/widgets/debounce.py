@@ -1,7 +1,9 @@
 """A restartable one-shot timer that knows whether it is still waiting.
 
 Typing restarts it; only the last keystroke's callback runs. ``pending`` lets
-the app (and tests) tell "nothing scheduled" apart from "about to search".
+the app (and tests) tell "nothing scheduled" apart from "about to search". A callback
+whose time comes while the app is leaving is dropped: its widgets may already be gone
+(a filter typed just before quitting raised ``NoMatches`` for ``#filter`` at exit).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from textual.app import App
 from textual.timer import Timer
+
+from ..closing import exit_requested
 
 
 class Debouncer:
@@ -30,7 +35,9 @@ class Debouncer:
         def fire() -> None:
             self.pending = False
             self._timer = None
-            callback()
+            owner = self.owner
+            if not exit_requested(owner if isinstance(owner, App) else owner.app):
+                callback()
 
         self._timer = self.owner.set_timer(self.delay, fire)
 
