@@ -24,6 +24,7 @@ from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 
 from memlens.core.types import DocumentSummary
 
+from ..closing import exit_requested
 from ..messages import DetailView, DocumentsLoaded
 from ..theme import memlens_theme
 from ..widgets.chunk_view import ChunkView
@@ -295,8 +296,14 @@ class BrowserScreen(Screen[None]):
             self.call_after_refresh(self._focus_detail_again, tries - 1)
 
     def _focus_detail_again(self, tries: int) -> None:
+        if exit_requested(self.app):
+            return
         pane, focused = self.panes()[1], self.focused
-        if focused is None or not (focused is pane or pane in focused.ancestors):
+        tabs = self.query_one("#tabs", TabbedContent)
+        # Nowhere, or still in the tabs but not in the shown pane; a focus the user has
+        # moved out of the tabs meanwhile (the tree, the filter) stays where it is.
+        if focused is None or (tabs in focused.ancestors
+                               and not (focused is pane or pane in focused.ancestors)):
             self.focus_detail(tries)
 
     def panes(self) -> list[Widget]:
