@@ -70,6 +70,14 @@ def _bar(app: App[Any]) -> FittingFooter:
     return app.screen.query_one(FittingFooter)
 
 
+async def _drawn(pilot: Any) -> FittingFooter:
+    """The bar once the app has started, drawn once (so its key cells are known)."""
+    await pilot.pause()
+    bar = _bar(pilot.app)
+    bar.render()
+    return bar
+
+
 @async_test
 async def test_keys_in_binding_order_one_per_action_hidden_left_out_palette_last() -> None:
     app = Keys()
@@ -109,9 +117,7 @@ async def test_only_whole_keys_that_fit_and_nothing_after_the_first_that_does_no
 async def test_click_presses_the_key_disabled_key_rings_the_bell() -> None:
     app = Keys()
     async with app.run_test(size=(120, 6)) as pilot:
-        await pilot.pause()
-        bar = _bar(app)
-        bar.render()
+        bar = await _drawn(pilot)
         assert await pilot.click(FittingFooter, offset=(len(" a First ") + 2, 0))
         await pilot.pause()
         assert app.pressed == ["two"]
@@ -139,9 +145,7 @@ async def test_click_presses_the_key_disabled_key_rings_the_bell() -> None:
 async def test_hover_highlights_the_key_and_shows_its_tooltip() -> None:
     app = Keys()
     async with app.run_test(size=(120, 6)) as pilot:
-        await pilot.pause()
-        bar = _bar(app)
-        bar.render()
+        bar = await _drawn(pilot)
         await pilot.hover(FittingFooter, offset=(2, 0))
         await pilot.pause()
         assert bar._hover is not None and bar._hover.key == "a"
