@@ -30,6 +30,7 @@ import pytest
 
 from memlens.core import doctor as doctor_mod
 from memlens.core import search as search_mod
+from memlens.core import search_rows
 from tests import reliability_helpers as H
 
 
@@ -65,11 +66,12 @@ def search_race(tmp_path: Path, mode: str) -> tuple[list[str], list[str]]:
             swap()  # another connection commits between this read and the next
         return out
 
+    # the vector statement reads through search.rows, the bm25 one through search_rows.rows
     try:
-        search_mod.rows = rows
+        search_mod.rows = search_rows.rows = rows
         during = [h.path for h in reader.search("betaword", mode=mode, k=3).hits]
     finally:
-        search_mod.rows = orig
+        search_mod.rows = search_rows.rows = orig
     after = [h.path for h in reader.search("betaword", mode=mode, k=3).hits]
     assert fired
     reader.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core import search as S
+from memlens.core import search_rows as R
 
 DOCS = {
     "deploy.md": "# Deploying\n\nWe deploy the api with a blue green rollout. Deployment keys"
@@ -40,11 +41,11 @@ def test_temp_snippets_equal_main_index_snippets(tree: Any, make_service: Any) -
         assert fts is not None
         ids = [int(r[0]) for r in conn.execute(
             "SELECT rowid FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?", (fts,))]
-        main = S._main_snippets(conn, fts, ids)
-        temp = S._temp_snippets(conn, fts, ids)
+        main = R.main_snippets(conn, fts, ids)
+        temp = R.temp_snippets(conn, fts, ids)
         assert temp == main, q
         compared += len(ids)
-        assert conn.execute(f"SELECT count(*) FROM {S._SNIP_TABLE}").fetchone()[0] == 0
+        assert conn.execute(f"SELECT count(*) FROM {R.SNIP_TABLE}").fetchone()[0] == 0
     assert compared >= 6  # the queries really matched something
 
 

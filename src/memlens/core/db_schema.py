@@ -2,12 +2,12 @@
 :func:`memlens.core.db.migrate_schema` (``PRAGMA user_version`` says which ran).
 
 Owned by :mod:`memlens.core.db`; a new version appends a script here and bumps
-``SCHEMA_VERSION`` there.
+``SCHEMA_VERSION`` in :mod:`memlens.core.db_base`.
 """
 
 from __future__ import annotations
 
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+from .db_base import FTS_TOKENIZER as FTS_TOKENIZER
 
 _SCHEMA_V1 = f"""
 CREATE TABLE IF NOT EXISTS meta (

@@ -8,7 +8,9 @@ embedder backends to validate them.
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False  # no `typing` import at run time (a one-shot search checks names)
+if TYPE_CHECKING:
+    from typing import Final
 
 EMBEDDER_NAMES: Final[tuple[str, ...]] = (
     "hashing",

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from . import search_hits as hits_mod
+from . import search_rows
 from .config import FUSIONS, SearchSettings
-from .db import FTS_TOKENIZER, rows, scalar, vec_table_name
+from .db import rows, scalar, vec_table_name
 from .search_hits import HL_END as HL_END
 from .search_hits import HL_START as HL_START
 from .search_hits import SearchHit as SearchHit
@@ -51,9 +52,10 @@ from .search_query import build_fts_query as build_fts_query
 from .search_query import fts_phrases as fts_phrases
 from .search_query import identifiers_only as identifiers_only
 from .search_query import match_spans as match_spans
+from .search_rows import BM25_WEIGHTS as BM25_WEIGHTS
+from .search_rows import filters as _filters
 
 MODES = ("lexical", "vector", "hybrid")
-BM25_WEIGHTS = "2.0, 1.0, 0.5"  # bm25 column weights: heading, text, logical path
 VEC_K_MAX = 4096  # sqlite-vec 0.1.9 rejects k above 4096
 # Defaults come from the one place settings are defined (``[search]`` in the config).
 _DEFAULTS = SearchSettings()
@@ -72,21 +74,6 @@ NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the cl
 
 class SearchError(Exception):
     """A search request that cannot be served (bad mode, no embedder...)."""
-
-
-def _filters(repository: str | None, doc_type: str | None, alias: str = "n") -> tuple[str, list[Any]]:
-    """`` AND repository=? AND doc_type=?`` for the filters given (columns of ``alias``,
-    or bare with ``alias=""``), and their parameters."""
-    col = f"{alias}." if alias else ""
-    sql = ""
-    params: list[Any] = []
-    if repository:
-        sql += f" AND {col}repository=?"
-        params.append(repository)
-    if doc_type:
-        sql += f" AND {col}doc_type=?"
-        params.append(doc_type)
-    return sql, params
 
 
 def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str | None = None,
@@ -122,24 +109,11 @@ def _lexical_top(conn: apsw.Connection, res: SearchResult, k: int, repository: s
         got = cache.top(conn, fts_phrases(fts), k, repository, doc_type)
         if got is not None:
             return got
-    fsql, fparams = _filters(repository, doc_type)
-    if fsql:
-        sql = (f"SELECT n.id AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
-               " FROM knowledge_nodes_fts JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
-               f" WHERE knowledge_nodes_fts MATCH ?{fsql} ORDER BY score, id LIMIT ?")
-    else:
-        sql = (f"SELECT rowid AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) AS score"
-               " FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ?"
-               " ORDER BY score, id LIMIT ?")
     try:
-        # through ``rows`` (one place to observe the first read; see test_concurrency)
-        return [(int(r["id"]), float(r["score"])) for r in rows(conn, sql, [fts, *fparams, int(k)])]
+        return search_rows.lexical_top(conn, fts, k, repository, doc_type)
     except apsw.SQLError as exc:  # defensive: our builder should never produce bad syntax
         res.notes.append(f"query could not be parsed: {exc}")
         return []
-
-
-_SNIP_TABLE = "temp.memlens_snippets"
 
 
 def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[SearchHit]) -> None:
@@ -154,52 +128,13 @@ def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[Searc
     ids = list(dict.fromkeys(h.node_id for h in hits if h.ranks.get("lexical")))
     if fts is None or not ids:
         return
-    try:
-        found = _temp_snippets(conn, fts, ids)
-    except apsw.Error:  # defensive: the TEMP table is unusable; the slower main-index read
-        found = _main_snippets(conn, fts, ids)
+    found = search_rows.snippets(conn, fts, ids)
     for h in hits:
         raw = found.get(h.node_id)
         if raw:
             snip, spans = hits_mod.split_snippet(raw)
             if snip.strip():
                 h.snippet, h.highlights = snip, spans
-
-
-def _snippet_sql(table: str) -> str:
-    return f"snippet({table}, 1, '{HL_START}', '{HL_END}', '…', 24)"
-
-
-def _temp_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
-    ph = ",".join("?" * len(ids))
-    fill = (f"INSERT INTO {_SNIP_TABLE}(rowid, heading, text, logical_path)"
-            f" SELECT id, heading, text, logical_path FROM main.knowledge_nodes WHERE id IN ({ph})")
-    try:
-        conn.execute(fill, ids)
-    except apsw.SQLError:  # first use on this connection: the TEMP table does not exist yet
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_SNIP_TABLE} USING fts5("
-                     f"heading, text, logical_path, tokenize='{FTS_TOKENIZER}')")
-        conn.execute(f"DELETE FROM {_SNIP_TABLE}")
-        conn.execute(fill, ids)
-    try:
-        return {int(r["id"]): r["snip"] or "" for r in rows(
-            conn, f"SELECT rowid AS id, {_snippet_sql('memlens_snippets')} AS snip"
-            f" FROM {_SNIP_TABLE} WHERE memlens_snippets MATCH ?", [fts])}
-    except apsw.SQLError:  # the query text did not parse: no snippets, as before
-        return {}
-    finally:
-        conn.execute(f"DELETE FROM {_SNIP_TABLE}")  # empty between uses
-
-
-def _main_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
-    ph = ",".join("?" * len(ids))
-    try:
-        return {int(r["id"]): r["snip"] or "" for r in rows(
-            conn, f"SELECT rowid AS id, {_snippet_sql('knowledge_nodes_fts')} AS snip"
-            f" FROM knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? AND rowid IN ({ph})",
-            [fts, *ids])}
-    except apsw.SQLError:
-        return {}
 
 
 def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:

@@ -14,7 +14,7 @@ import re
 
 import apsw
 
-from .db import rows, write_txn
+from .db_base import rows, write_txn
 
 
 def record(conn: apsw.Connection, query: str, mode: str, source: str, now: float,

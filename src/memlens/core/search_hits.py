@@ -16,10 +16,12 @@ from typing import Any
 
 import apsw
 
-from .db import rows
-
-HL_START = "\x02"
-HL_END = "\x03"
+from .search_rows import HL_END as HL_END
+from .search_rows import HL_START as HL_START
+from .search_rows import lead_snippet as _lead_snippet
+from .search_rows import light as light
+from .search_rows import node_rows as node_meta
+from .search_rows import split_snippet as split_snippet
 
 
 @dataclass
@@ -86,34 +88,6 @@ class SearchResult:
                 "hits": [h.as_json() for h in self.hits]}
 
 
-def split_snippet(raw: str) -> tuple[str, list[tuple[int, int]]]:
-    out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    start = -1
-    for ch in raw:
-        if ch == HL_START:
-            start = pos
-        elif ch == HL_END:
-            if start >= 0:
-                spans.append((start, pos))
-            start = -1
-        else:
-            out.append(ch)
-            pos += 1
-    return "".join(out), spans
-
-
-_NODE_COLS = (
-    "n.id AS node_id, n.document_id, n.ordinal, n.repository, n.logical_path, n.heading,"
-    " n.text, n.doc_type, c.id AS chunk_id, c.start_char, c.end_char, c.heading_path"
-)
-_NODE_JOIN = (
-    " JOIN knowledge_node_memory_chunks j ON j.node_id=n.id"
-    " JOIN memory_chunks c ON c.id=j.chunk_id"
-)
-
-
 def _hit(r: dict[str, Any], score: float, snippet: str, spans: list[tuple[int, int]]) -> SearchHit:
     return SearchHit(
         repository=r["repository"], path=r["logical_path"],
@@ -121,22 +95,6 @@ def _hit(r: dict[str, Any], score: float, snippet: str, spans: list[tuple[int, i
         start_char=int(r["start_char"]), end_char=int(r["end_char"]), score=float(score),
         snippet=snippet, highlights=spans, document_id=int(r["document_id"]),
         node_id=int(r["node_id"]), chunk_id=int(r["chunk_id"]), doc_type=r["doc_type"])
-
-
-def _lead_snippet(text: str, n: int = 200) -> str:
-    body = text.split("\n\n", 1)[-1] if "\n\n" in text else text
-    s = " ".join(body.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def node_meta(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Node, chunk and location columns of these nodes, by node id (one query)."""
-    if not ids:
-        return {}
-    uniq = list(dict.fromkeys(ids))
-    ph = ",".join("?" * len(uniq))
-    return {int(r["node_id"]): r for r in rows(
-        conn, f"SELECT {_NODE_COLS} FROM knowledge_nodes n{_NODE_JOIN} WHERE n.id IN ({ph})", uniq)}
 
 
 def lexical_hits(top: Sequence[tuple[int, float]],
@@ -166,18 +124,6 @@ def vector_hits(knn: Sequence[tuple[int, float]],
         h.ranks = {"lexical": None, "vector": i}
         h.lexical_match, h.match = False, "semantic"
     return hits
-
-
-def light(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
-    """``node_id -> (document_id, repository)`` of these nodes (same join as the full
-    read, so a node missing here would be missing there too)."""
-    if not ids:
-        return {}
-    uniq = list(dict.fromkeys(ids))
-    ph = ",".join("?" * len(uniq))
-    return {int(nid): (int(doc), str(repo)) for nid, doc, repo in conn.execute(
-        f"SELECT n.id, n.document_id, n.repository FROM knowledge_nodes n{_NODE_JOIN}"
-        f" WHERE n.id IN ({ph})", uniq)}
 
 
 def stubs(top: Sequence[tuple[int, float]], known: dict[int, tuple[int, str]],

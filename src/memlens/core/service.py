@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import db as dbm
 from . import search as search_mod
-from . import search_history
+from . import search_history, search_rows
 from .benchrun import (
     bench_embedder_options,
     render_bench_report,
@@ -35,7 +35,6 @@ from .service_reads import ServiceReads
 from .sources import (
     MemoryRoot,
     claude_projects_dir,
-    claude_slug,
     decode_markdown,
     discover_default_roots,
     read_file,
@@ -93,21 +92,6 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
         red = redact(text)
         text, found = red.text, len(red.findings)
     return chunk_markdown(text, config, path=path.name), found
-
-
-def _valid_text(text: str) -> str:
-    """``text`` with lone surrogates (undecodable argv bytes) replaced by U+FFFD, so it can
-    be searched, stored and printed as UTF-8."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogatepass")
-    return raw.decode("utf-8", "replace")
 
 
 class MemoryService(ServiceReads):
@@ -336,7 +320,7 @@ class MemoryService(ServiceReads):
         ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
         (default: :meth:`current_repository` of the working directory) rank first.
         """
-        query = _valid_text(query)  # argv bytes that are not UTF-8 arrive as lone surrogates
+        query = search_rows.valid_text(query)  # argv bytes that are not UTF-8 arrive as lone surrogates
         emb = self.embedder if mode != "lexical" else None
         opts = self.settings.search
         prefer = None
@@ -356,7 +340,7 @@ class MemoryService(ServiceReads):
     def remember_search(self, query: str, mode: str, source: str) -> bool:
         """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not
         stored when ``[search] history`` is 0. Returns whether it was stored."""
-        return search_history.record(self.conn(), _valid_text(query), mode, source, self.clock(),
+        return search_history.record(self.conn(), search_rows.valid_text(query), mode, source, self.clock(),
                                      self.settings.search.history)
 
     def recent_searches(self, limit: int = 50) -> list[str]:
@@ -373,7 +357,7 @@ class MemoryService(ServiceReads):
         """The repository of the Claude project the user is in, if memlens holds it.
 
         Walks from ``cwd`` (default: the working directory) up to ``/`` and returns
-        the first Claude slug (:func:`memlens.core.sources.claude_slug`) that names a
+        the first Claude slug (:func:`memlens.core.search_rows.claude_slug`) that names a
         repository in the database, so a sub-folder of a project counts as the
         project. None when no ancestor is a known project.
         """
@@ -381,15 +365,7 @@ class MemoryService(ServiceReads):
             start = (cwd or Path.cwd()).resolve()
         except OSError:
             return None
-        # One indexed look-up per ancestor (idx_documents_hash leads with repository): a
-        # DISTINCT over every document row cost ~40 ms per search at 40k documents.
-        conn = self.conn()
-        for folder in (start, *start.parents):
-            slug = claude_slug(folder)
-            if dbm.scalar(conn, "SELECT 1 FROM memory_documents WHERE repository=? AND"
-                          " tombstoned_at IS NULL LIMIT 1", (slug,)) is not None:
-                return slug
-        return None
+        return search_rows.project_repository(self.conn(), str(start))
 
     def resolve_repository(self, name: str) -> str:
         """The repository ``name`` means: its full name, or a short one such as

@@ -17,6 +17,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .search_rows import claude_slug as claude_slug
+
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_FOLDER_DEPTH = 32
@@ -69,23 +71,6 @@ def is_markdown_name(name: str) -> bool:
     if is_ignored_name(name):
         return False
     return name.lower().endswith(MARKDOWN_SUFFIXES)
-
-
-def claude_slug(path: str | os.PathLike[str]) -> str:
-    """The folder name Claude Code gives a project under ``~/.claude/projects``.
-
-    Claude Code keeps ASCII letters and digits and turns every other character
-    into one ``-`` (runs are not collapsed): ``/home/dev/my_app`` gives
-    ``-home-dev-my-app``. Characters outside the Basic Multilingual Plane count
-    twice, as in JavaScript, where the rule comes from.
-    """
-    out = []
-    for ch in str(path):
-        if ch.isascii() and ch.isalnum():
-            out.append(ch)
-        else:
-            out.append("-" if ord(ch) <= 0xFFFF else "--")
-    return "".join(out)
 
 
 def claude_projects_dir(home: Path | None = None) -> Path:

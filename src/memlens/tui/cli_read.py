@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import memlens.core.types as T
@@ -29,6 +28,7 @@ from memlens.tui.cli import (
     _service,
     _ts,
 )
+from memlens.tui.cli_fast import print_result
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -44,25 +44,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
         svc.close()
-    if args.json:
-        _print_json(res.as_json())
-        return EXIT_OK
-    if not res.hits:
-        print("no results")
-    elif not res.matches:
-        print("no matches")
-    divider_done = False
-    for i, h in enumerate(res.hits, 1):
-        if not h.is_match and not divider_done:
-            print("--- closest by meaning (no word of the query occurs in them) ---")
-            divider_done = True
-        ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items() if v is not None)
-        head = " > ".join(h.heading_path) or "(top)"
-        print(f"{i:2}. {h.repository}/{h.path} #{h.ordinal} {head}  "
-              f"[{h.score:.4f} {h.match} {ranks}]")
-        print(f"    {_one_line_snippet(h.snippet, h.highlights)}")
-    for n in res.notes:
-        _err(n)
+    print_result(res.as_json(), args.json)
     return EXIT_OK
 
 
@@ -72,19 +54,6 @@ def _remember(svc: MemoryService, query: str, mode: str) -> None:
         svc.remember_search(query, mode, "cli")
     except (DatabaseError, StorageError):
         pass  # history is best effort: the search has answered
-
-
-def _one_line_snippet(snippet: str, spans: Sequence[Sequence[int]], width: int = 160) -> str:
-    """Snippet on one line with highlights marked «like this» (text output only)."""
-    out: list[str] = []
-    pos = 0
-    for a, b in spans:
-        out.append(snippet[pos:a])
-        out.append("«" + snippet[a:b] + "»")
-        pos = b
-    out.append(snippet[pos:])
-    flat = " ".join("".join(out).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
