@@ -101,6 +101,11 @@ print(json.dumps([{"id": r[0], "score": -r[1], "snippet": r[2]} for r in rows]))
 """
 
 
+FULL_CLI = "import sys\nfrom memlens.tui.cli import main\nsys.exit(main())\n"
+"""The full CLI, which the console script (``memlens.tui.cli_fast``) hands every command
+line its one-shot lexical search does not take."""
+
+
 def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     env = dict(os.environ, **{k: v for k, v in base.items() if k.startswith("MEMLENS_")})
     env.pop("MEMLENS_EMBEDDER", None)
@@ -116,6 +121,9 @@ def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     rows.append(("`memlens search --mode lexical ...`, MEMLENS_EMBEDDER unset", env, search))
     rows.append(("the same, MEMLENS_EMBEDDER=hashing", dict(env, MEMLENS_EMBEDDER="hashing"),
                  search))
+    full = [sys.executable, "-c", FULL_CLI, "search", "--mode", "lexical", QUERY, "--db", db]
+    rows.append(("the same through the full CLI (`memlens.tui.cli.main`: argparse, façade)",
+                 env, full))
     rows.append(("`memlens docs --db X`, MEMLENS_EMBEDDER unset", env,
                  [*_memlens(), "docs", "--db", db]))
     for _ in range(2):

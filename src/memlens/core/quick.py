@@ -66,6 +66,11 @@ def default_paths(environ: dict[str, str] | os._Environ[str] | None = None,
             os.path.join(data, "memlens", "memlens.db"))
 
 
+def _inflate(*args: Any) -> Any:
+    """``memlens_inflate(blob)`` (as :mod:`memlens.core.db` registers it)."""
+    return unpack_text(args[0])
+
+
 def _open(db: str) -> apsw.Connection | None:
     """The database for a search and a history write, or None when it is not in the plain
     state this path handles (see the module docstring)."""
@@ -87,7 +92,7 @@ def _open(db: str) -> apsw.Connection | None:
             conn.close()
             return None
         # Node text is stored deflated; FTS5 snippets read it through this function.
-        conn.create_scalar_function("memlens_inflate", unpack_text, 1, deterministic=True)
+        conn.create_scalar_function("memlens_inflate", _inflate, 1, deterministic=True)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA temp_store=MEMORY")

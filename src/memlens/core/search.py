@@ -90,7 +90,7 @@ def lexical(conn: apsw.Connection, query: str, *, k: int = 10, repository: str |
     top = _lexical_top(conn, res, k, repository, doc_type)
     if not top:
         return res
-    res.hits = hits_mod.lexical_hits(top, hits_mod.node_meta(conn, [nid for nid, _ in top]))
+    res.hits = hits_mod.lexical_hits(top, search_rows.node_rows(conn, [nid for nid, _ in top]))
     if snippets:
         attach_snippets(conn, res.fts_query, res.hits)
     return res
@@ -156,7 +156,7 @@ def vector(conn: apsw.Connection, query: str, embedder: Embedder, *, k: int = 10
     res = SearchResult(query=query, mode="vector", hits=[], embedder=embedder.fingerprint())
     knn = _vector_knn(conn, res, query, embedder, k, repository, doc_type, matrix)()
     if knn:
-        res.hits = hits_mod.vector_hits(knn, hits_mod.node_meta(conn, [nid for nid, _ in knn]))
+        res.hits = hits_mod.vector_hits(knn, search_rows.node_rows(conn, [nid for nid, _ in knn]))
     return res
 
 

@@ -101,9 +101,11 @@ def _request(argv: Sequence[str]) -> dict[str, Any] | None:
         if name == "--mode":
             mode = value
         elif name == "--db":
+            if not value:
+                return None  # argparse makes "" the folder "." (an error there)
             req["db"] = value
         elif name == "-k":
-            if not (value.isdigit() and value.isascii() and value[0] != "0"):
+            if not (value and value.isdigit() and value.isascii() and value[0] != "0"):
                 return None
             req["k"] = int(value)
         elif name in ("--json", "--all-projects") and value is None:
