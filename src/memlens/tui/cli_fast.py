@@ -5,7 +5,7 @@ path (:mod:`memlens.core.quick`); every other command line goes to :mod:`memlens
 ``--all-projects`` in any order) takes the short path when nothing else could change its
 answer: no other flag, no config file (``MEMLENS_CONFIG`` may name one that does not
 exist), no ``MEMLENS_*`` setting but ``MEMLENS_DB`` and a valid ``MEMLENS_EMBEDDER``
-(:data:`IGNORED_VARIABLES` are not settings). Then the process loads ``apsw``, ``json``,
+(:data:`IGNORED_VARIABLES` are not settings). Then the process loads SQLite, ``json``,
 ``re`` and five small core modules instead of ``argparse`` and the façade
 (docs/benchmarks.md, "One-shot lexical search"). Whatever the short path does not handle,
 including every error, is handed to the full CLI before anything is printed or written,
