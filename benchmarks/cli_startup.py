@@ -179,8 +179,10 @@ def main() -> None:
         only_pdwb = src.endswith(":pdwb1")
         trees.append((label, src.removesuffix(":pdwb1"), only_pdwb))
     first = args.tree[0].partition("=")[2].removesuffix(":pdwb1") if args.tree else None
-    _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", db],
-         dict(base, PYTHONPATH=first) if first else base)
+    ingest_env = dict(base, PYTHONPATH=first) if first else base
+    if args.tree and args.tree[0].endswith(":pdwb1"):  # leave that tree without bytecode
+        ingest_env = dict(ingest_env, PYTHONDONTWRITEBYTECODE="1")
+    _run([*_memlens(), "ingest", str(mem), "--repository", "bench", "--db", db], ingest_env)
     if args.layers:
         _layers(args.runs, work, db, base)
         return
