@@ -118,8 +118,8 @@ def _hits(conn: apsw.Connection, fts: str, k: int, prefer: str | None,
         if n < PER_DOCUMENT:  # at most two hits of one document
             seen[got[0]] = n + 1
             ranked.append((nid, -bm25, got[1]))
-    ranks = {nid: i for i, (nid, _, _) in enumerate(ranked[:depth], 1)}
     ranked = ranked[:depth]
+    ranks = {nid: i for i, (nid, _, _) in enumerate(ranked, 1)}  # before the project sort
     if prefer:  # the current project's hits first, each group in its own order
         ranked = sorted(ranked, key=lambda t: t[2] != prefer)[:k]
     meta = search_rows.node_rows(conn, [nid for nid, _, _ in ranked])
