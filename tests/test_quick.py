@@ -78,6 +78,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     c = apsw.Connection(str(old))
     c.execute("PRAGMA user_version=99")
     c.close()
+    bad = base / "bad.db"  # node text whose deflated blobs do not inflate
+    shutil.copy(db, bad)
+    c = apsw.Connection(str(bad))
+    c.create_scalar_function("memlens_inflate", lambda *a: "", 1, deterministic=True)
+    c.execute("DROP TRIGGER knowledge_nodes_au")  # leave the FTS index as it was
+    c.execute("UPDATE knowledge_nodes SET text_z = x'789cdeadbeef'")
+    c.close()
     return {"base": base, "db": db, "work": work, "slug": slug, "key": base / "key"}
 
 
@@ -134,6 +141,7 @@ CASES: list[tuple[list[str], dict[str, str], str, bool]] = [
     ([*LEX, "deploy", "--db", "{base}/folder.db"], {}, "repo", False),
     ([*LEX, "deploy", "--db", "{base}/text.db"], {}, "repo", False),
     ([*LEX, "deploy", "--db", "{base}/old.db"], {}, "repo", False),
+    ([*LEX, "deploy", "--db", "{base}/bad.db", "--json"], {}, "repo", False),
     ([*LEX, "--db", "{db}"], {}, "repo", False),
     (["search", "deploy", "--db", "{db}"], {}, "repo", False),
     (["search", "deploy", "--mode", "vector", "--db", "{db}"], {"MEMLENS_EMBEDDER": "hashing"},
@@ -184,6 +192,8 @@ def test_short_path_answers_as_the_full_cli(world: dict[str, Any], tmp_path: Pat
         full = (full[0], full[1].replace(str(dbs["full"]), "DB"), full[2].replace(str(dbs["full"]), "DB"))
         if fast != full:
             diffs.append(f"{argv} {env} ({where}):\n fast {fast!r}\n full {full!r}")
+        if "Traceback" in fast[2] or "Traceback" in full[2]:
+            diffs.append(f"{argv} {env}: a traceback\n{fast[2]}")
     assert diffs == [], "\n".join(diffs)
     assert wrong_path == [], "\n".join(wrong_path)
     assert _history(dbs["fast"]) == _history(dbs["full"])
@@ -371,3 +381,29 @@ def test_short_path_loads_no_facade_and_no_heavy_stdlib(world: dict[str, Any],
     full = _loaded(world, tmp_path, "search", "busy timeout", "--db", str(db), "--json",
                    "--embedder", "hashing")
     assert {"typing", "dataclasses", "pathlib", "argparse", "memlens.core.service"} <= full
+
+
+# -- damaged stored text -------------------------------------------------------------
+
+def test_a_blob_that_does_not_inflate_is_database_damage() -> None:
+    from memlens.core.db_base import pack_text, unpack_text
+
+    assert unpack_text(pack_text("ok ✓")) == "ok ✓"
+    for blob in (b"\x78\x9c\xde\xad\xbe\xef", b"\x00\x00 not zlib", pack_text("x")[:-3],  # type: ignore[index]
+                 __import__("zlib").compress(b"\xff\xfe not utf-8")):
+        with pytest.raises(apsw.CorruptError, match="does not inflate"):
+            unpack_text(blob)
+
+
+def test_damaged_text_is_one_line_from_search_and_doctor(world: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    """A node whose stored text does not inflate: search and doctor say so in one line
+    each (exit 1), no traceback (both were zlib tracebacks before)."""
+    bad = str(world["base"] / "bad.db")
+    code, out, err = _run(_FAST, [*LEX, "deploy", "--db", bad], {}, REPO, world,
+                          tmp_path / "mark")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1 and "is damaged" in err and "memlens doctor" in err, err
+    proc = run_cli("doctor", "--db", bad, env={"MEMLENS_CONFIG": str(world["base"] / "none.toml")})
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "does not inflate" in proc.stdout + proc.stderr

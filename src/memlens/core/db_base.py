@@ -61,12 +61,22 @@ def pack_config(text: str | None) -> bytes | None:
 
 def unpack_text(blob: bytes | str | None) -> str | None:
     """The text of a :func:`pack_text` or :func:`pack_config` blob (``memlens_inflate``
-    in SQL; a zlib stream that names a preset dictionary is read with it)."""
+    in SQL; a zlib stream that names a preset dictionary is read with it).
+
+    Raises:
+        apsw.CorruptError: The blob is not a zlib stream of UTF-8 text.
+    """
     if blob is None or isinstance(blob, str):
         return blob
-    if len(blob) > 6 and blob[1] & 0x20:  # FDICT: the dictionary's Adler-32 follows
-        return _unpack_with_dictionary(bytes(blob))
-    return zlib.decompress(blob).decode("utf-8")
+    try:
+        if len(blob) > 6 and blob[1] & 0x20:  # FDICT: the dictionary's Adler-32 follows
+            return _unpack_with_dictionary(bytes(blob))
+        return zlib.decompress(blob).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        # A damaged blob is damage in the database, reported as SQLite reports its own
+        # (one line and `memlens doctor`, not a zlib traceback): raised inside the SQL
+        # function, it reaches the caller of the statement as this error.
+        raise apsw.CorruptError(f"stored text does not inflate: {exc}") from None
 
 
 @functools.lru_cache(maxsize=1024)
