@@ -304,6 +304,17 @@ _ABS = st.sampled_from(["/h", "/home/u/", "/x//y", "/"])
 _ANY = st.one_of(_ABS, st.sampled_from(["", "rel/dir", "~", "./a"]), st.none())
 
 
+def _put_env(values: dict[str, str | None]) -> dict[str, str | None]:
+    """Set (None: remove) these variables of this process; returns what they were."""
+    was = {k: os.environ.get(k) for k in values}
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    return was
+
+
 @settings(max_examples=120, deadline=None)
 @given(home=_ANY, xdg_config=_ANY, xdg_data=_ANY)
 def test_default_paths_are_platformdirs(home: str | None, xdg_config: str | None,
@@ -311,13 +322,8 @@ def test_default_paths_are_platformdirs(home: str | None, xdg_config: str | None
     import platformdirs
 
     new = {"HOME": home, "XDG_CONFIG_HOME": xdg_config, "XDG_DATA_HOME": xdg_data}
-    old = {k: os.environ.get(k) for k in new}
+    old = _put_env(new)
     try:
-        for k, v in new.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         got = quick.default_paths()
         if got is None:
             assert sys.platform != "linux" or not (home or "").startswith("/")
@@ -325,11 +331,7 @@ def test_default_paths_are_platformdirs(home: str | None, xdg_config: str | None
         want = (platformdirs.user_config_path("memlens") / "config.toml",
                 platformdirs.user_data_path("memlens") / "memlens.db")
     finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _put_env(old)
     assert (Path(got[0]), Path(got[1])) == want
 
 
