@@ -409,3 +409,50 @@ def test_damaged_text_is_one_line_from_search_and_doctor(world: dict[str, Any],
     proc = run_cli("doctor", "--db", bad, env={"MEMLENS_CONFIG": str(world["base"] / "none.toml")})
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "does not inflate" in proc.stdout + proc.stderr
+
+
+# -- the labelled queries of both corpora, on the validation corpus too ----------------
+
+@pytest.fixture(scope="module")
+def validation_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """corpus_validation/ (never tuned on) in two databases: one for each path."""
+    d = tmp_path_factory.mktemp("vpair")
+    env = {"MEMLENS_EMBEDDER": "hashing", "MEMLENS_INSTALL_KEY_FILE": str(d / "key"),
+           "MEMLENS_CONFIG": str(d / "none.toml")}
+    a = d / "quick.db"
+    proc = run_cli("ingest", str(REPO / "corpus_validation"), "--db", str(a), env=env)
+    assert proc.returncode == 0, proc.stderr
+    b = d / "service.db"
+    shutil.copy(a, b)
+    svc = MemoryService(load_settings(overrides={"db": str(b)}), create=False,
+                        clock=lambda: 1234.5)
+    yield {"quick": a, "service": b, "svc": svc}
+    svc.close()
+
+
+def _labelled_queries() -> list[str]:
+    out = []
+    for f in (CORPUS / "queries.jsonl", REPO / "corpus_validation" / "queries.jsonl"):
+        out += [json.loads(line)["query"] for line in f.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 10])
+def test_every_labelled_query_answers_alike_on_the_validation_corpus(
+        validation_pair: dict[str, Any], k: int) -> None:
+    """176 real queries (dev and validation sets), on the corpus that was never tuned on."""
+    svc: MemoryService = validation_pair["svc"]
+    queries = _labelled_queries()
+    assert len(queries) >= 150
+    answered = 0
+    for q in queries:
+        got = quick.lexical_search(str(validation_pair["quick"]), q, k=k, all_projects=True,
+                                   now=1234.5)
+        want = svc.search(q, mode="lexical", k=k, all_projects=True)
+        svc.remember_search(q, "lexical", "cli")
+        assert got is not None, q  # every labelled query parses
+        assert got == want.as_json(), q
+        answered += bool(got["hits"])
+    assert answered >= len(queries) // 2  # the comparison compared hits, not empty lists
+    assert _history(validation_pair["quick"]) == _history(validation_pair["service"])
