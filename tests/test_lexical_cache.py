@@ -183,7 +183,7 @@ def test_store_change_drops_every_entry(tmp_path: Path) -> None:
     inline), a phrase seen only once starts from first sight."""
     base = tmp_path
     shutil.copytree(CORPUS, base / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
-    s = _service(base, None)
+    s = _service(base, make_embedder("hashing", {}))  # the postings need no real model
     try:
         s.ingest(roots_for_path(base / "corpus"))
         conn = s.conn()
@@ -212,7 +212,7 @@ def test_store_change_drops_every_entry(tmp_path: Path) -> None:
 def test_reader_snapshot_is_never_mixed_with_a_newer_one(tmp_path: Path) -> None:
     """Postings built by a newer snapshot are not used by a transaction on an older one."""
     shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
-    s = _service(tmp_path, None)
+    s = _service(tmp_path, make_embedder("hashing", {}))
     try:
         s.ingest(roots_for_path(tmp_path / "corpus"))
         old = dbm.connect(s.db_path, create=False)
@@ -260,7 +260,7 @@ def test_background_builds_never_make_a_query_wait(svc: MemoryService) -> None:
 def test_background_build_of_an_older_store_is_dropped(tmp_path: Path) -> None:
     """A build scheduled before a store change must not land in the new store's cache."""
     shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
-    s = _service(tmp_path, None)
+    s = _service(tmp_path, make_embedder("hashing", {}))
     try:
         s.ingest(roots_for_path(tmp_path / "corpus"))
         conn = s.conn()
@@ -296,7 +296,7 @@ def test_hot_phrases_survive_a_store_change_in_the_background(tmp_path: Path) ->
     that was served from RAM is scheduled again by its first search after a change; the
     search itself runs the statement, and the next one is served at the new store."""
     shutil.copytree(CORPUS, tmp_path / "corpus", ignore=shutil.ignore_patterns("*.jsonl", "*.md.txt"))
-    s = _service(tmp_path, None)
+    s = _service(tmp_path, make_embedder("hashing", {}))
     try:
         s.ingest(roots_for_path(tmp_path / "corpus"))
         conn = s.conn()
