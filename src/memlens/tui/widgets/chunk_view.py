@@ -21,7 +21,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events, work
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -268,6 +268,7 @@ class ChunkView(ScrollView, can_focus=True):
         self._starts: list[int] = []
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
+        self._frame_style: Style | None = None  # rich_style during one render_lines call
         self._scroll_target: int | None = None
         self._layout_gen = 0
 
@@ -465,12 +466,21 @@ class ChunkView(ScrollView, can_focus=True):
             self.select(self._lines[y].chunk, scroll=False)
 
     # -- rendering ------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of one frame, with the widget's base style resolved once for all of
+        them (``rich_style`` walks the ancestors' backgrounds: ~0.3 ms a line)."""
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def render_line(self, y: int) -> Strip:
         """One screen line of the layout."""
         scroll_x, scroll_y = self.scroll_offset
         index = y + scroll_y
         width = self.scrollable_content_region.width or self.size.width
-        base = self.rich_style
+        base = self.rich_style if self._frame_style is None else self._frame_style
         if index >= len(self._lines):
             return Strip.blank(width, base)
         line = self._lines[index]

@@ -18,7 +18,9 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -145,6 +147,7 @@ class DocumentTree(Tree[Any]):
     _batching = False
     _batch_dirty = False
     _label_width: int | None = None  # get_label_width during one _build
+    _frame_style: Style | None = None  # rich_style during one render_lines call
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("documents", **kwargs)
@@ -379,6 +382,24 @@ class DocumentTree(Tree[Any]):
             self._batch_dirty = True
             return
         super()._invalidate()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of one frame, with the widget's base style resolved once for all of
+        them: Tree's ``render_line`` asks ``rich_style`` (a walk over the ancestors'
+        backgrounds) for every line."""
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def render_line(self, y: int) -> Strip:
+        """Tree's ``render_line`` with the frame's base style (see :meth:`render_lines`)."""
+        if self._frame_style is None:
+            return super().render_line(y)
+        scroll_x, scroll_y = self.scroll_offset
+        return self._render_line(y + scroll_y, scroll_x, scroll_x + self.size.width,
+                                 self._frame_style)
 
     def process_label(self, label: str | Text) -> Text:
         """A one-line :class:`Text` label as it is (Tree copies and splits every label to

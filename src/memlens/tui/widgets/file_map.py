@@ -118,5 +118,5 @@ class FileMap(Widget):
         cells = map_cells(self.chunks, self.total, width, selected=self.selected,
                           limits=self.limits)
         base = self.rich_style
-        segs = [Segment(_GLYPH[r], base + self._style(r)) for r in cells]
-        return Strip(segs)
+        styles = {r: base + self._style(r) for r in set(cells)}  # a few roles, many cells
+        return Strip([Segment(_GLYPH[r], styles[r]) for r in cells])
