@@ -422,17 +422,21 @@ def test_vanished_file_is_tombstoned_on_the_next_run(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_50mb_markdown_with_raised_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_50mb_markdown_with_raised_limit(tmp_path: Path,
                                          alarm: Callable[[int], object]) -> None:
-    """With MEMLENS_MAX_FILE_BYTES raised, a real 50 MB file ingests in bounded time."""
-    monkeypatch.setenv("MEMLENS_MAX_FILE_BYTES", str(64 * MB))
+    """With ``[limits]`` raised, a real 50 MB file (~54k chunks) ingests in bounded time.
+    (``make_svc`` reads no environment, so the limits are settings here: the test set
+    MEMLENS_MAX_FILE_BYTES and, with the 8 MB default still applied — and the later
+    5,000-chunk limit — failed on its first assertion; the variables themselves are tested
+    in test_limits_config.py.)"""
     base = tmp_path / "claude"
     d = H.memdir(base)
     H.write(d, "good.md", GOOD)
     section = "## Section {i}\n\n" + TEXT * 20 + "\n\n- a list item\n- another zebraprobe\n\n"
     body = "".join(section.format(i=i) for i in range(50 * MB // len(section)))
     H.write(d, "huge.md", "# Huge\n\n" + body)
-    svc = H.make_svc(tmp_path / "m.db", H.ManualClock())
+    svc = H.make_svc(tmp_path / "m.db", H.ManualClock(), **{
+        "limits.max_file_bytes": 64 * MB, "limits.max_chunks_per_file": 100_000})
     try:
         alarm(900)
         t0 = time.perf_counter()
