@@ -30,6 +30,7 @@ from textual.worker import get_current_worker
 from memlens.core.types import Chunk
 
 from .fmt import heading_label, size_bar
+from .frame_style import frame_style
 
 LARGE_CHARS = 200_000
 """Documents with more text than this are laid out in a thread worker."""
@@ -467,13 +468,10 @@ class ChunkView(ScrollView, can_focus=True):
 
     # -- rendering ------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of one frame, with the widget's base style resolved once for all of
-        them (``rich_style`` walks the ancestors' backgrounds: ~0.3 ms a line)."""
-        self._frame_style = self.rich_style
-        try:
+        """The lines of one frame, the base style resolved once for all of them
+        (:mod:`memlens.tui.widgets.frame_style`)."""
+        with frame_style(self):
             return super().render_lines(crop)
-        finally:
-            self._frame_style = None
 
     def render_line(self, y: int) -> Strip:
         """One screen line of the layout."""

@@ -27,6 +27,7 @@ from textual.widgets.tree import TreeNode
 from memlens.core.types import DocumentSummary, IndexWarning
 
 from .fmt import WARNING_GLYPH, glyph, human_size
+from .frame_style import frame_style
 
 PAGE = 250
 """Children added per expansion step (the rest sit behind a "more" row)."""
@@ -384,14 +385,10 @@ class DocumentTree(Tree[Any]):
         super()._invalidate()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of one frame, with the widget's base style resolved once for all of
-        them: Tree's ``render_line`` asks ``rich_style`` (a walk over the ancestors'
-        backgrounds) for every line."""
-        self._frame_style = self.rich_style
-        try:
+        """The lines of one frame, the base style resolved once for all of them
+        (:mod:`memlens.tui.widgets.frame_style`)."""
+        with frame_style(self):
             return super().render_lines(crop)
-        finally:
-            self._frame_style = None
 
     def render_line(self, y: int) -> Strip:
         """Tree's ``render_line`` with the frame's base style (see :meth:`render_lines`)."""
