@@ -102,7 +102,7 @@ print(json.dumps([{"id": r[0], "score": -r[1], "snippet": r[2]} for r in rows]))
 
 
 FULL_CLI = "import sys\nfrom memlens.tui.cli import main\nsys.exit(main())\n"
-"""The full CLI, which the console script (``memlens.tui.cli_fast``) hands every command
+"""The full CLI, which the console script (``memlens.launch``) hands every command
 line its one-shot lexical search does not take."""
 
 

@@ -142,7 +142,7 @@ def run_cli(
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "memlens.tui.cli_fast", *args],  # what the console script runs
+        [sys.executable, "-m", "memlens.launch", *args],  # what the console script runs
         capture_output=True,
         text=True,
         env=e,

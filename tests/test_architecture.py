@@ -97,28 +97,22 @@ def _ui_files() -> list[Path]:
     return sorted((SRC / "tui").rglob("*.py")) + sorted((SRC / "mcp").rglob("*.py"))
 
 
-ONE_SHOT = ("tui/cli_fast.py", "memlens.core.quick")
-"""The one exception: the console script's launcher may use the one-shot lexical search
-(``memlens.core.quick``), whose point is to answer without the façade's imports."""
-
-
 def test_ui_imports_only_the_door() -> None:
     """Every .py of the UI (tui/, cli*.py included, and the MCP server in mcp/) imports from
-    the core only ``memlens.core.service`` and ``memlens.core.types``, except that the
-    launcher ``tui/cli_fast.py`` imports ``memlens.core.quick`` and nothing else of the core."""
+    the core only ``memlens.core.service`` and ``memlens.core.types``. No exemptions."""
     files = _ui_files()
     assert any(f.name == "cli.py" for f in files)
     assert any(f.parent.name == "mcp" and f.name == "server.py" for f in files)
-
-    def allowed(py: Path, mod: str) -> bool:
-        if py.relative_to(SRC).as_posix() == ONE_SHOT[0]:
-            return mod == ONE_SHOT[1]
-        return mod in DOOR
-
-    assert _core_imports(SRC / ONE_SHOT[0]), "the launcher no longer uses the one-shot door"
     bad = [f"{py.relative_to(ROOT)}: {m}" for py in files for m in _core_imports(py)
-           if not allowed(py, m)]
+           if m not in DOOR]
     assert bad == [], "UI reaches around the façade:\n" + "\n".join(bad)
+
+
+def test_launcher_uses_only_the_one_shot_search() -> None:
+    """``memlens/launch.py`` (the console script) is not UI: it only chooses the program.
+    Of the core it uses ``memlens.core.quick`` and nothing else; every other request goes
+    to ``memlens.tui.cli``, through the door."""
+    assert set(_core_imports(SRC / "launch.py")) == {"memlens.core.quick"}
 
 
 def test_door_check_sees_relative_and_package_imports() -> None:

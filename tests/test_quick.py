@@ -1,4 +1,4 @@
-"""The one-shot lexical search (``memlens.core.quick`` behind ``memlens.tui.cli_fast``, the
+"""The one-shot lexical search (``memlens.core.quick`` behind ``memlens.launch``, the
 console script) answers exactly as the full CLI does, and only when it can.
 
 Every case runs twice through a real interpreter on a real database file built from the
@@ -28,18 +28,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlens import launch
 from memlens.core import quick, search_rows
 from memlens.core.config import _ENV, SearchSettings
 from memlens.core.search import VEC_K_MAX
 from memlens.core.search import search as full_search
 from memlens.core.search_hits import SearchHit
 from memlens.core.service import MemoryService, load_settings
-from memlens.tui import cli_fast
 from tests.conftest import CORPUS, REPO, run_cli
 
 _FAST = """\
 import os, sys
-from memlens.tui.cli_fast import main
+from memlens.launch import main
 try:
     code = main()
 except SystemExit as exc:  # argparse's --help and usage errors
@@ -214,12 +214,12 @@ def test_cases_cover_the_preferred_project_and_every_exit_code(world: dict[str, 
 
 
 def test_console_script_is_the_launcher() -> None:
-    """The installed ``memlens`` script runs ``cli_fast.main`` (pyproject's entry point)."""
+    """The installed ``memlens`` script runs ``launch.main`` (pyproject's entry point)."""
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'memlens = "memlens.tui.cli_fast:main"' in text
+    assert 'memlens = "memlens.launch:main"' in text
     script = Path(sys.executable).with_name("memlens")
     if script.exists():
-        assert "memlens.tui.cli_fast" in script.read_text(encoding="utf-8")
+        assert "memlens.launch" in script.read_text(encoding="utf-8")
 
 
 # -- in process: generated queries -------------------------------------------------
@@ -276,7 +276,7 @@ _TOKENS = ["search", "--mode", "lexical", "hybrid", "--mode=lexical", "-k", "3",
 def test_launcher_reads_argv_as_argparse_does(argv: list[str]) -> None:
     from memlens.tui.cli import _parse, build_parser
 
-    req = cli_fast._request(argv)
+    req = launch._request(argv)
     if req is None:
         return
     try:
@@ -291,11 +291,11 @@ def test_launcher_reads_argv_as_argparse_does(argv: list[str]) -> None:
 
 
 def test_launcher_request_examples() -> None:
-    r = cli_fast._request(["search", "q w", "-k", "4", "--mode", "lexical", "--json"])
+    r = launch._request(["search", "q w", "-k", "4", "--mode", "lexical", "--json"])
     assert r == {"k": 4, "json": True, "db": None, "all": False, "query": "q w"}
-    assert cli_fast._request(["search", "q", "--mode", "hybrid"]) is None
-    assert cli_fast._request(["search", "q"]) is None  # hybrid is the default mode
-    assert cli_fast._request(["docs"]) is None
+    assert launch._request(["search", "q", "--mode", "hybrid"]) is None
+    assert launch._request(["search", "q"]) is None  # hybrid is the default mode
+    assert launch._request(["docs"]) is None
 
 
 # -- paths, constants and variables the short path assumes -------------------------
@@ -345,16 +345,16 @@ def test_defaults_agree_with_the_settings_and_the_search() -> None:
 
 
 def test_ignored_variables_are_not_settings() -> None:
-    assert cli_fast.IGNORED_VARIABLES.isdisjoint(_ENV)
+    assert launch.IGNORED_VARIABLES.isdisjoint(_ENV)
     assert {"MEMLENS_DB", "MEMLENS_EMBEDDER"} <= set(_ENV)
-    assert "MEMLENS_CONFIG" not in cli_fast.IGNORED_VARIABLES
+    assert "MEMLENS_CONFIG" not in launch.IGNORED_VARIABLES
 
 
 # -- what the short path loads ---------------------------------------------------
 
 _MODULES = """\
 import json, os, sys
-from memlens.tui.cli_fast import main
+from memlens.launch import main
 code = main()
 open(os.environ["QUICK_MODULES"], "w").write(json.dumps(sorted(sys.modules)))
 sys.exit(code)

@@ -12,7 +12,7 @@ with nothing else loaded, and returns the same JSON object
 (:meth:`memlens.core.search_hits.SearchResult.as_json`).
 
 It answers only the plain case and says ``None`` otherwise, before it has written or
-printed anything, so the caller (:mod:`memlens.tui.cli_fast`) hands the request to the
+printed anything, so the caller (:mod:`memlens.launch`, the console script) hands the request to the
 full CLI: a database that is missing, not a regular file, not writable, not in WAL mode
 or at another schema version; a query the FTS5 parser refuses. Default paths follow
 platformdirs on Linux only (:func:`default_paths`). ``tests/test_quick.py`` runs both

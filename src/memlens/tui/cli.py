@@ -41,9 +41,9 @@ def _err(msg: str) -> None:
 
 
 def _print_json(obj: Any) -> None:
-    import json
+    from memlens.tui.search_text import print_json
 
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    print_json(obj)
 
 
 def _ts(t: float | None) -> str:

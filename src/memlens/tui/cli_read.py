@@ -28,7 +28,7 @@ from memlens.tui.cli import (
     _service,
     _ts,
 )
-from memlens.tui.cli_fast import print_result
+from memlens.tui.search_text import print_result
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -1,18 +1,19 @@
 """The ``memlens`` console script: a plain lexical search is answered by the one-shot
-path (:mod:`memlens.core.quick`); every other command line goes to :mod:`memlens.tui.cli`.
+path (:mod:`memlens.core.quick`); every other command line goes to the CLI of the UI
+package (:mod:`memlens.tui.cli`), which enters the core through the façade.
 
-``memlens search QUERY --mode lexical`` (with ``-k N``, ``--json``, ``--db PATH``,
-``--all-projects`` in any order) takes the short path when nothing else could change its
-answer: no other flag, no config file (``MEMLENS_CONFIG`` may name one that does not
-exist), no ``MEMLENS_*`` setting but ``MEMLENS_DB`` and a valid ``MEMLENS_EMBEDDER``
-(:data:`IGNORED_VARIABLES` are not settings). Then the process loads SQLite, ``json``,
-``re`` and five small core modules instead of ``argparse`` and the façade
-(docs/benchmarks.md, "One-shot lexical search"). Whatever the short path does not handle,
-including every error, is handed to the full CLI before anything is printed or written,
-so messages and exit codes have one source. ``tests/test_quick.py`` runs both on the
-same requests.
-
-This module also holds the text form of a search result, which both paths print.
+This module is not part of the UI: it holds no command handler and no widget, only the
+choice of which program runs. ``memlens search QUERY --mode lexical`` (with ``-k N``,
+``--json``, ``--db PATH``, ``--all-projects`` in any order) takes the short path when
+nothing else could change its answer: no other flag, no config file (``MEMLENS_CONFIG`` may
+name one that does not exist), no ``MEMLENS_*`` setting but ``MEMLENS_DB`` and a valid
+``MEMLENS_EMBEDDER`` (:data:`IGNORED_VARIABLES` are not settings). Then the process loads
+SQLite, ``json``, ``re`` and five small core modules instead of ``argparse`` and the façade
+(docs/benchmarks.md, "One-shot lexical search"); the result is printed by
+:mod:`memlens.tui.search_text`, as the full CLI prints it. Whatever the short path does not
+handle, including every error, is handed to the full CLI before anything is printed or
+written, so messages and exit codes have one source. ``tests/test_quick.py`` runs both on
+the same requests.
 """
 
 from __future__ import annotations
@@ -34,46 +35,6 @@ IGNORED_VARIABLES = frozenset({
 """Variables a lexical search never reads (model downloads, the UI theme, the demo, the
 install key, the OpenAI endpoint); any other ``MEMLENS_*`` one sends the request to the
 full CLI, which reads and checks it (``tests/test_quick.py``: none is a config variable)."""
-
-
-def one_line_snippet(snippet: str, spans: Sequence[Sequence[int]], width: int = 160) -> str:
-    """Snippet on one line with highlights marked «like this» (text output only)."""
-    out: list[str] = []
-    pos = 0
-    for a, b in spans:
-        out.append(snippet[pos:a])
-        out.append("«" + snippet[a:b] + "»")
-        pos = b
-    out.append(snippet[pos:])
-    flat = " ".join("".join(out).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def print_result(result: dict[str, Any], as_json: bool) -> None:
-    """Print a search result (the JSON object of ``SearchResult.as_json``) as JSON or as
-    the numbered text list; notes go to stderr in the text form."""
-    if as_json:
-        import json
-
-        sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
-        return
-    hits = result["hits"]
-    if not hits:
-        print("no results")
-    elif not result["matches"]:
-        print("no matches")
-    divider_done = False
-    for i, h in enumerate(hits, 1):
-        if h["match"] == "closest" and not divider_done:
-            print("--- closest by meaning (no word of the query occurs in them) ---")
-            divider_done = True
-        ranks = " ".join(f"{k}={v}" for k, v in h["ranks"].items() if v is not None)
-        head = " > ".join(h["heading_path"]) or "(top)"
-        print(f"{i:2}. {h['repository']}/{h['path']} #{h['ordinal']} {head}  "
-              f"[{h['score']:.4f} {h['match']} {ranks}]")
-        print(f"    {one_line_snippet(h['snippet'], h['highlights'])}")
-    for n in result["notes"]:
-        print(f"memlens: {n}", file=sys.stderr)
 
 
 def _request(argv: Sequence[str]) -> dict[str, Any] | None:
@@ -163,6 +124,8 @@ def _short(argv: Sequence[str]) -> int | None:
     result = quick.lexical_search(db, req["query"], k=req["k"], all_projects=req["all"])
     if result is None:
         return None
+    from memlens.tui.search_text import print_result
+
     try:
         print_result(result, req["json"])
         sys.stdout.flush()
