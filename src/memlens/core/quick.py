@@ -108,23 +108,15 @@ def _hits(conn: apsw.Connection, fts: str, k: int, prefer: str | None,
     depth = max(k, CANDIDATES) if prefer else k
     top = search_rows.lexical_top(conn, fts, depth * 4)
     known = search_rows.light(conn, [nid for nid, _ in top])
-    seen: dict[int, int] = {}
-    ranked: list[tuple[int, float, str]] = []  # (node, score, repository), best first
-    for nid, bm25 in top:
-        got = known.get(nid)
-        if got is None:
-            continue
-        n = seen.get(got[0], 0)
-        if n < PER_DOCUMENT:  # at most two hits of one document
-            seen[got[0]] = n + 1
-            ranked.append((nid, -bm25, got[1]))
-    ranked = ranked[:depth]
-    ranks = {nid: i for i, (nid, _, _) in enumerate(ranked, 1)}  # before the project sort
+    ranked = [(nid, -bm25, node[1], node[0]) for nid, bm25 in top  # (node, score, repo, doc)
+              if (node := known.get(nid)) is not None]
+    ranked = search_rows.cap_per_document(ranked, PER_DOCUMENT, lambda t: t[3])[:depth]
+    ranks = {t[0]: i for i, t in enumerate(ranked, 1)}  # before the project sort
     if prefer:  # the current project's hits first, each group in its own order
         ranked = sorted(ranked, key=lambda t: t[2] != prefer)[:k]
-    meta = search_rows.node_rows(conn, [nid for nid, _, _ in ranked])
+    meta = search_rows.node_rows(conn, [t[0] for t in ranked])
     hits = []
-    for nid, score, _ in ranked:
+    for nid, score, _, _ in ranked:
         r = meta.get(nid)
         if r is None:
             continue
@@ -137,13 +129,11 @@ def _hits(conn: apsw.Connection, fts: str, k: int, prefer: str | None,
             "document_id": int(r["document_id"]), "node_id": nid,
             "chunk_id": int(r["chunk_id"]), "doc_type": r["doc_type"],
             "lexical_match": True, "match": "lexical"})
-    found = search_rows.snippets(conn, fts, list(dict.fromkeys(h["node_id"] for h in hits)))
+    found = search_rows.hit_snippets(conn, fts, list(dict.fromkeys(h["node_id"] for h in hits)))
     for h in hits:
-        raw = found.get(h["node_id"])
-        if raw:
-            snip, spans = search_rows.split_snippet(raw)
-            if snip.strip():
-                h["snippet"], h["highlights"] = snip, [list(s) for s in spans]
+        snip = found.get(h["node_id"])
+        if snip is not None:
+            h["snippet"], h["highlights"] = snip[0], [list(s) for s in snip[1]]
     return hits
 
 

@@ -128,13 +128,11 @@ def attach_snippets(conn: apsw.Connection, fts: str | None, hits: Sequence[Searc
     ids = list(dict.fromkeys(h.node_id for h in hits if h.ranks.get("lexical")))
     if fts is None or not ids:
         return
-    found = search_rows.snippets(conn, fts, ids)
+    found = search_rows.hit_snippets(conn, fts, ids)
     for h in hits:
-        raw = found.get(h.node_id)
-        if raw:
-            snip, spans = hits_mod.split_snippet(raw)
-            if snip.strip():
-                h.snippet, h.highlights = snip, spans
+        got = found.get(h.node_id)
+        if got is not None:
+            h.snippet, h.highlights = got
 
 
 def vector_space_for(conn: apsw.Connection, embedder: Embedder) -> str | None:
@@ -197,16 +195,7 @@ def _vector_knn(conn: apsw.Connection, res: SearchResult, query: str, embedder: 
 
 def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
     """Keep at most ``per_document`` hits of one document, preserving order."""
-    if per_document <= 0:
-        return list(hits)
-    seen: dict[int, int] = {}
-    out = []
-    for h in hits:
-        n = seen.get(h.document_id, 0)
-        if n < per_document:
-            out.append(h)
-            seen[h.document_id] = n + 1
-    return out
+    return search_rows.cap_per_document(hits, per_document, lambda h: h.document_id)
 
 
 def _normalise(values: dict[int, float], how: str) -> dict[int, float]:

@@ -18,8 +18,10 @@ from .db_base import FTS_TOKENIZER, rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
-    from typing import Any
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 HL_START = "\x02"
 HL_END = "\x03"
@@ -178,6 +180,35 @@ def split_snippet(raw: str) -> tuple[str, list[tuple[int, int]]]:
             out.append(ch)
             pos += 1
     return "".join(out), spans
+
+
+def cap_per_document(items: Iterable[T], limit: int, document: Callable[[T], int]) -> list[T]:
+    """Keep at most ``limit`` items of one document (``document(item)``), preserving
+    order; ``limit`` <= 0 keeps them all."""
+    if limit <= 0:
+        return list(items)
+    seen: dict[int, int] = {}
+    out = []
+    for item in items:
+        d = document(item)
+        n = seen.get(d, 0)
+        if n < limit:
+            out.append(item)
+            seen[d] = n + 1
+    return out
+
+
+def hit_snippets(conn: apsw.Connection, fts: str, ids: list[int],
+                 ) -> dict[int, tuple[str, list[tuple[int, int]]]]:
+    """Per node of ``ids``, its FTS5 snippet as plain text and highlight spans; a node
+    whose snippet is empty (or all blank) is left out, so its lead snippet stays."""
+    out: dict[int, tuple[str, list[tuple[int, int]]]] = {}
+    for nid, raw in snippets(conn, fts, ids).items():
+        if raw:
+            snip, spans = split_snippet(raw)
+            if snip.strip():
+                out[nid] = (snip, spans)
+    return out
 
 
 SNIP_TABLE = "temp.memlens_snippets"
