@@ -213,9 +213,13 @@ class DocumentTree(Tree[Any]):
                                      allow_expand=True)
                 self._repo_nodes[repo] = node
             if flat:
-                for node in self._repo_nodes.values():
-                    node.expand()
-                    self._populate(node)
+                # Populated here, so no NodeExpanded per repository: each one would be
+                # dispatched by the tree and bubble through every container to the app
+                # (~2,700 message dispatches for 540 repositories, ~30 ms on the loop).
+                with self.prevent(Tree.NodeExpanded):
+                    for node in self._repo_nodes.values():
+                        node.expand()
+                        self._populate(node)
         if keep is not None and self.reveal(keep):
             return
         self.select_first()
@@ -406,6 +410,7 @@ class DocumentTree(Tree[Any]):
         return super().process_label(label)
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
+        event.stop()  # nothing above the tree listens
         self._populate(event.node)
 
     def _on_tree_node_selected(self, event: Tree.NodeSelected[Any]) -> None:
