@@ -48,7 +48,9 @@ settled; between queries the box is emptied and the area goes back to
 * **first paint, in process**: app constructed -> first frame, and -> first frame
   whose tree area shows the listed documents (as settled).
 * **detail** (30 cursor moves in the tree) and **filter** (five fuzzy filters typed):
-  keystroke -> the frame in which the detail / tree area stops changing.
+  keystroke -> the frame in which the detail / tree area stops changing. The ``/``
+  that moves the focus to the filter box is its own phase, **focus_filter** (stalls
+  only).
 * **loop stall**: the longest time the event loop was blocked during each phase
   (a 5 ms asyncio ticker measures its own lateness). ``--find-stalls`` adds a
   watchdog thread that samples the loop thread's stack whenever the ticker is
@@ -614,9 +616,15 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
                 times.append(shown.t - t)
         out["detail"] = {**_summary(times), **phase.end()}
 
-        # Fuzzy filter, typed key by key (the debounce keeps only the last keystroke).
+        # "/" moves the focus from the tree to the filter box: its own phase (Textual
+        # redraws every tree line when the tree loses the focus).
         phase = Phase(watch, app)
         await pilot.press("slash")
+        await _settled(app, pilot, tap)
+        out["focus_filter"] = phase.end()
+
+        # Fuzzy filter, typed key by key (the debounce keeps only the last keystroke).
+        phase = Phase(watch, app)
         flt = app.query_one("#filter", Input)
         times = []
         for text in filters:
@@ -959,6 +967,10 @@ def main(argv: list[str] | None = None) -> int:
     result["spawned"] = spawned
     for key in ("detail", "filter", *(f"search_{m}" for m in MODES)):
         result[key] = _merge(rounds, key)
+    focus = [r["focus_filter"] for r in rounds if "focus_filter" in r]
+    if focus:
+        result["focus_filter"] = {"per_round": focus,
+                                  "loop_stall_ms": max(p["loop_stall_ms"] for p in focus)}
     result["startup"] = {
         "in_process_first_frame_s": [r["first_frame_s"] for r in rounds],
         "in_process_documents_on_screen_s": [r["documents_on_screen_s"] for r in rounds],
@@ -994,6 +1006,9 @@ def _print(result: dict[str, Any]) -> None:
         cw = " ".join(f"{p['cpu_s']}/{p['wall_s']}" for p in r["per_round"])
         print(f"{key:<15} {str(r['p50_ms']):<22} {str(r['p95_ms']):<18} {r['max_ms']:>7.1f} "
               f"{r['loop_stall_ms']:>9.1f} {cw:>14}")
+    if "focus_filter" in result:
+        print(f"{'focus_filter':<15} (the '/' key: tree -> filter box) stall ms "
+              f"{[p['loop_stall_ms'] for p in result['focus_filter']['per_round']]}")
     for m in MODES:
         per = result[f"search_{m}"]["per_round"]
         print(f"  {m}: last key -> debounce fired p50 "

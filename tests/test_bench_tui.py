@@ -50,6 +50,7 @@ def test_measure_sees_every_phase_on_screen(tiny_db: Path) -> None:
     assert out["documents_on_screen_s"] >= out["first_frame_s"]
     _finite(out["detail"], 2)
     _finite(out["filter"], 2)
+    assert out["focus_filter"]["loop_stall_ms"] >= 0 and "p50_ms" not in out["focus_filter"]
     for mode in ("lexical", "vector"):
         r = out[f"search_{mode}"]
         _finite(r, 2)
