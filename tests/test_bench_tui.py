@@ -126,3 +126,22 @@ def test_spawned_first_paint(tiny_db: Path) -> None:
     out = tui_bench.first_paint_spawned(tiny_db, tiny_db.parent, 1)
     assert out["documents_on_screen_s"][0] is not None, out["runs"][0]["pane"]
     assert out["python_print_floor_s"][0] is not None
+
+
+def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> None:
+    """benchmarks/tui_callbacks.py: the stalls list the callbacks inside them, the focus
+    breakdown has the tree's redraw, and every wrapped method is put back."""
+    import asyncio.events
+
+    import tui_callbacks
+    from textual.widget import Widget
+
+    run, render_lines = asyncio.events.Handle._run, Widget.render_lines
+    out = asyncio.run(tui_callbacks.probe(tiny_db, late_ms=0.0, presses=1,
+                                          filters=("alpha",)))
+    assert asyncio.events.Handle._run is run and Widget.render_lines is render_lines
+    assert out["stalls"] and all(s["late_ms"] >= 0 for s in out["stalls"])
+    assert any(c["what"].startswith("task ") for s in out["stalls"] for c in s["callbacks"])
+    whats = {r["what"]: r for r in out["focus_filter_per_press"]}
+    assert whats["render_lines DocumentTree#tree"]["ms"] > 0
+    assert whats["screen update timer"]["calls"] >= 1

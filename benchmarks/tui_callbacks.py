@@ -1,0 +1,221 @@
+"""Which event-loop callbacks make up the TUI's stalls: the filter phase and the ``/`` key.
+
+    uv run python benchmarks/tui_callbacks.py [--docs 10000] [--cache /tmp/memlens-tui-bench]
+
+Same app, database and screen size as ``benchmarks/tui.py`` (and the same Pilot-driven
+keys). Two probes:
+
+* **stalls**: a 5 ms asyncio ticker like the benchmark's; every time it comes more than
+  ``--late-ms`` late, the callbacks that ran in that window (over 2 ms each, timed by a
+  wrapper around ``asyncio.events.Handle._run``) are listed with their task: a Textual
+  message pump (``message pump DocumentTree(id='tree')``), the screen's update timer, the
+  harness's own task (``Task-1 main``: the Pilot's forced screen updates).
+* **focus**: ``--presses`` times ``/`` (tree -> filter box) and back, the time per press in
+  the screen's update timer, the compositor, the stylesheet and each widget's
+  ``render_lines``.
+
+Prints JSON. No figure here is a target; it says where a stall's time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import asyncio.events
+import json
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tui as bench_tui  # noqa: E402
+
+
+class CallbackLog:
+    """Callbacks over ``min_s`` seconds while :attr:`phase` is set, with their task."""
+
+    def __init__(self, min_s: float = 0.002) -> None:
+        self.min_s = min_s
+        self.phase: str | None = None
+        self.records: list[tuple[str, float, float, str]] = []  # phase, start, seconds, name
+
+    @staticmethod
+    def name(handle: Any) -> str:
+        cb = getattr(handle, "_callback", None)
+        owner = getattr(cb, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            coro = owner.get_coro()
+            return f"task {owner.get_name()} {getattr(coro, '__qualname__', coro)}"
+        return str(getattr(cb, "__qualname__", repr(cb)))
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        original = asyncio.events.Handle._run
+        log = self
+
+        def run(handle: Any) -> None:
+            t = time.perf_counter()
+            try:
+                original(handle)
+            finally:
+                d = time.perf_counter() - t
+                if log.phase is not None and d > log.min_s:
+                    log.records.append((log.phase, t, d, log.name(handle)))
+
+        asyncio.events.Handle._run = run  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            asyncio.events.Handle._run = original  # type: ignore[method-assign]
+
+
+async def _ticker(log: CallbackLog, late_s: float, out: list[tuple[str, float, float]]) -> None:
+    while True:
+        t = time.perf_counter()
+        await asyncio.sleep(0.005)
+        late = time.perf_counter() - t - 0.005
+        if late > late_s and log.phase is not None:
+            out.append((log.phase, t + 0.005, late))
+
+
+def _windows(log: CallbackLog, late: list[tuple[str, float, float]]) -> list[dict[str, Any]]:
+    rows = []
+    for phase, due, lateness in late:
+        cbs = [{"at_ms": round((start - due) * 1000, 1), "ms": round(d * 1000, 1), "what": name}
+               for _, start, d, name in log.records
+               if due - 0.005 <= start + d and start <= due + lateness]
+        rows.append({"phase": phase, "late_ms": round(lateness * 1000, 1), "callbacks": cbs})
+    return rows
+
+
+@contextmanager
+def _timed(targets: list[tuple[Any, str, str]], totals: dict[str, float], counts: Counter[str],
+           active: Callable[[], bool]) -> Iterator[None]:
+    """Wrap ``getattr(owner, attr)`` to add its time to ``totals[label]`` while active."""
+    saved = []
+    for owner, attr, label in targets:
+        original = getattr(owner, attr)
+        saved.append((owner, attr, original))
+
+        def wrapper(*a: Any, _o: Any = original, _l: str = label, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return _o(*a, **k)
+            finally:
+                if active():
+                    totals[_l] += time.perf_counter() - t
+                    counts[_l] += 1
+
+        setattr(owner, attr, wrapper)
+    try:
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            setattr(owner, attr, original)
+
+
+async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
+                filters: tuple[str, ...] = ("auth", "deploy", "cach", "runbook 12", "p0042"),
+                ) -> dict[str, Any]:
+    """Run both probes over ``db``; see the module."""
+    from textual._compositor import Compositor
+    from textual.css.stylesheet import Stylesheet
+    from textual.screen import Screen
+    from textual.widget import Widget
+    from textual.widgets import Input
+
+    from memlens.tui.app import MemlensApp
+
+    svc = bench_tui._service(db)
+    tap = bench_tui.FrameTap(*bench_tui.SIZE)
+    app = MemlensApp(svc, watch=False, ingest=False)
+    app.animation_level = "none"
+    tap.install(app)
+    log = CallbackLog()
+    late: list[tuple[str, float, float]] = []
+    totals: dict[str, float] = defaultdict(float)
+    counts: Counter[str] = Counter()
+    focusing = [False]
+    targets = [(Screen, "_on_timer_update", "screen update timer"),
+               (Compositor, "render_update", "compositor render_update"),
+               (Compositor, "reflow", "compositor reflow"),
+               (Stylesheet, "update_nodes", "stylesheet update_nodes")]
+    original_render_lines = Widget.render_lines
+
+    def render_lines(widget: Any, crop: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return original_render_lines(widget, crop)
+        finally:
+            if focusing[0]:
+                label = f"render_lines {type(widget).__name__}#{widget.id}"
+                totals[label] += time.perf_counter() - t
+                counts[label] += 1
+
+    with log.installed(), _timed(targets, totals, counts, lambda: focusing[0]):
+        Widget.render_lines = render_lines  # type: ignore[method-assign,assignment]
+        ticker = asyncio.create_task(_ticker(log, late_ms / 1000, late))
+        try:
+            async with app.run_test(size=bench_tui.SIZE) as pilot:
+                await bench_tui._settled(app, pilot, tap)
+                for _ in range(presses):
+                    await pilot.press("down")
+                    await bench_tui._settled(app, pilot, tap)
+                    focusing[0] = True
+                    log.phase = "focus_filter"
+                    await pilot.press("slash")
+                    await bench_tui._settled(app, pilot, tap)
+                    focusing[0] = False
+                    log.phase = None
+                    await pilot.press("escape")
+                    await bench_tui._settled(app, pilot, tap)
+                await pilot.press("slash")
+                await bench_tui._settled(app, pilot, tap)
+                box = app.query_one("#filter", Input)
+                for text in filters:
+                    log.phase = "clear"
+                    box.value = ""
+                    await bench_tui._settled(app, pilot, tap)
+                    log.phase = f"filter {text}"
+                    for c in text:
+                        await pilot.press(c)
+                    await bench_tui._settled(app, pilot, tap)
+                log.phase = None
+        finally:
+            ticker.cancel()
+            Widget.render_lines = original_render_lines  # type: ignore[method-assign]
+            svc.close()
+    n = max(1, presses)
+    focus = sorted(((label, round(totals[label] / n * 1000, 2), round(counts[label] / n, 1))
+                    for label in totals), key=lambda r: -r[1])
+    return {"database": str(db), "late_ms": late_ms,
+            "stalls": _windows(log, late),
+            "focus_filter_per_press": [{"what": w, "ms": ms, "calls": c} for w, ms, c in focus]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Probe the benchmark's database (built by ``benchmarks/tui.py`` when missing)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=10_000)
+    ap.add_argument("--cache", type=Path,
+                    default=Path(tempfile.gettempdir()) / "memlens-tui-bench")
+    ap.add_argument("--late-ms", type=float, default=40.0)
+    ap.add_argument("--presses", type=int, default=6)
+    args = ap.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    db = bench_tui.db_path(args.cache, args.docs)
+    if not db.exists():
+        print(f"building {db} (generate, ingest, project; takes minutes)…", file=sys.stderr)
+        bench_tui.build(db, args.docs)
+    print(json.dumps(asyncio.run(probe(db, late_ms=args.late_ms, presses=args.presses)),
+                     indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
