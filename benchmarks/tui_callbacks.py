@@ -13,6 +13,8 @@ keys). Two probes:
 * **focus**: ``--presses`` times ``/`` (tree -> filter box) and back, the time per press in
   the screen's update timer, the compositor, the stylesheet and each widget's
   ``render_lines``.
+* **tree draw**: one full draw of the tree's visible lines with its line caches emptied
+  (``tree_draw_ms``, 50 draws).
 
 Prints JSON. No figure here is a target; it says where a stall's time goes.
 """
@@ -119,6 +121,28 @@ def _timed(targets: list[tuple[Any, str, str]], totals: dict[str, float], counts
             setattr(owner, attr, original)
 
 
+def _tree_draw_ms(tree: Any, rounds: int = 50) -> dict[str, float]:
+    """One full draw of the document tree's visible lines with its caches emptied (what a
+    focus change, a filter result or a new listing costs it), wall and CPU, ms."""
+    from textual.geometry import Region
+
+    region = Region(0, 0, tree.size.width, tree.size.height)
+
+    def draw() -> None:
+        tree._line_cache.clear()
+        tree._styles_cache.clear()
+        tree.render_lines(region)
+
+    for _ in range(5):
+        draw()
+    t, c = time.perf_counter(), time.thread_time()
+    for _ in range(rounds):
+        draw()
+    return {"wall": round((time.perf_counter() - t) / rounds * 1000, 2),
+            "cpu": round((time.thread_time() - c) / rounds * 1000, 2),
+            "lines": tree.size.height, "width": tree.size.width}
+
+
 async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                 filters: tuple[str, ...] = ("auth", "deploy", "cach", "runbook 12", "p0042"),
                 ) -> dict[str, Any]:
@@ -174,6 +198,7 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                     log.phase = None
                     await pilot.press("escape")
                     await bench_tui._settled(app, pilot, tap)
+                tree_draw = _tree_draw_ms(app.doc_tree)
                 await pilot.press("slash")
                 await bench_tui._settled(app, pilot, tap)
                 box = app.query_one("#filter", Input)
@@ -193,7 +218,7 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
     n = max(1, presses)
     focus = sorted(((label, round(totals[label] / n * 1000, 2), round(counts[label] / n, 1))
                     for label in totals), key=lambda r: -r[1])
-    return {"database": str(db), "late_ms": late_ms,
+    return {"database": str(db), "late_ms": late_ms, "tree_draw_ms": tree_draw,
             "stalls": _windows(log, late),
             "focus_filter_per_press": [{"what": w, "ms": ms, "calls": c} for w, ms, c in focus]}
 

@@ -145,3 +145,4 @@ def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> No
     whats = {r["what"]: r for r in out["focus_filter_per_press"]}
     assert whats["render_lines DocumentTree#tree"]["ms"] > 0
     assert whats["screen update timer"]["calls"] >= 1
+    assert out["tree_draw_ms"]["cpu"] > 0 and out["tree_draw_ms"]["lines"] > 0

@@ -63,3 +63,35 @@ async def test_filter_expands_every_repository_without_a_message_each(
         node.expand()
         await settle(pilot)
         assert node.children
+
+
+@async_test
+async def test_frame_memo_of_size_and_styles_never_outlives_a_frame(
+        tmp_path: Any, clock: Any, make_service: Any) -> None:
+    """The tree's size and component styles are resolved once per frame while it draws;
+    outside a frame they are Textual's own, so a resize or a theme change is seen."""
+    mem = tmp_path / "projects" / "-home-dev-solo" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "MEMORY.md").write_text("# Solo\n\n- [notes](notes.md)\n", encoding="utf-8")
+    (mem / "notes.md").write_text("# Notes\n\nSome notes.\n", encoding="utf-8")
+    svc = make_service()
+    roots = svc.resolve_roots([tmp_path / "projects"])
+    svc.ingest(roots)
+    app = MemlensApp(svc, roots=roots, watch=False, ingest=False, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.doc_tree
+        assert tree._frame_size is None and tree._frame_components is None
+        before = tree.size
+        assert before == tree.content_region.size
+        row = next(n for n in tree._doc_nodes.values() if str(n.label) == "notes.md")
+        label_before = tree.render_label(row, tree.rich_style, tree.rich_style).plain
+        await pilot.resize_terminal(SIZE[0] - 40, SIZE[1] - 5)
+        await settle(pilot)
+        assert tree._frame_size is None
+        assert tree.size == tree.content_region.size != before
+        # The rows are drawn at the new width (the meta column moved left).
+        label = tree.render_label(row, tree.rich_style, tree.rich_style).plain
+        assert len(label) - len(label_before) == tree.size.width - before.width < 0
+        styles = tree.get_component_styles("tree--guides")
+        assert styles is not tree.get_component_styles("tree--guides")  # not memoised
