@@ -967,10 +967,9 @@ def main(argv: list[str] | None = None) -> int:
     result["spawned"] = spawned
     for key in ("detail", "filter", *(f"search_{m}" for m in MODES)):
         result[key] = _merge(rounds, key)
-    focus = [r["focus_filter"] for r in rounds if "focus_filter" in r]
-    if focus:
-        result["focus_filter"] = {"per_round": focus,
-                                  "loop_stall_ms": max(p["loop_stall_ms"] for p in focus)}
+    focus = [r["focus_filter"] for r in rounds]
+    result["focus_filter"] = {"per_round": focus,
+                              "loop_stall_ms": max(p["loop_stall_ms"] for p in focus)}
     result["startup"] = {
         "in_process_first_frame_s": [r["first_frame_s"] for r in rounds],
         "in_process_documents_on_screen_s": [r["documents_on_screen_s"] for r in rounds],
@@ -1006,9 +1005,8 @@ def _print(result: dict[str, Any]) -> None:
         cw = " ".join(f"{p['cpu_s']}/{p['wall_s']}" for p in r["per_round"])
         print(f"{key:<15} {str(r['p50_ms']):<22} {str(r['p95_ms']):<18} {r['max_ms']:>7.1f} "
               f"{r['loop_stall_ms']:>9.1f} {cw:>14}")
-    if "focus_filter" in result:
-        print(f"{'focus_filter':<15} (the '/' key: tree -> filter box) stall ms "
-              f"{[p['loop_stall_ms'] for p in result['focus_filter']['per_round']]}")
+    print(f"{'focus_filter':<15} (the '/' key: tree -> filter box) stall ms "
+          f"{[p['loop_stall_ms'] for p in result['focus_filter']['per_round']]}")
     for m in MODES:
         per = result[f"search_{m}"]["per_round"]
         print(f"  {m}: last key -> debounce fired p50 "

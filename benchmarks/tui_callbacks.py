@@ -95,23 +95,28 @@ def _windows(log: CallbackLog, late: list[tuple[str, float, float]]) -> list[dic
     return rows
 
 
+Label = str | Callable[[tuple[Any, ...]], str]
+
+
 @contextmanager
-def _timed(targets: list[tuple[Any, str, str]], totals: dict[str, float], counts: Counter[str],
-           active: Callable[[], bool]) -> Iterator[None]:
-    """Wrap ``getattr(owner, attr)`` to add its time to ``totals[label]`` while active."""
+def _timed(targets: list[tuple[Any, str, Label]], totals: dict[str, float],
+           counts: Counter[str], active: Callable[[], bool]) -> Iterator[None]:
+    """Wrap ``getattr(owner, attr)`` to add its time to ``totals[label]`` while active
+    (``label``: a name, or a function of the call's positional arguments)."""
     saved = []
     for owner, attr, label in targets:
         original = getattr(owner, attr)
         saved.append((owner, attr, original))
 
-        def wrapper(*a: Any, _o: Any = original, _l: str = label, **k: Any) -> Any:
+        def wrapper(*a: Any, _o: Any = original, _l: Label = label, **k: Any) -> Any:
             t = time.perf_counter()
             try:
                 return _o(*a, **k)
             finally:
                 if active():
-                    totals[_l] += time.perf_counter() - t
-                    counts[_l] += 1
+                    name = _l if isinstance(_l, str) else _l(a)
+                    totals[name] += time.perf_counter() - t
+                    counts[name] += 1
 
         setattr(owner, attr, wrapper)
     try:
@@ -164,25 +169,15 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
     late: list[tuple[str, float, float]] = []
     totals: dict[str, float] = defaultdict(float)
     counts: Counter[str] = Counter()
-    focusing = [False]
-    targets = [(Screen, "_on_timer_update", "screen update timer"),
-               (Compositor, "render_update", "compositor render_update"),
-               (Compositor, "reflow", "compositor reflow"),
-               (Stylesheet, "update_nodes", "stylesheet update_nodes")]
-    original_render_lines = Widget.render_lines
+    targets: list[tuple[Any, str, Label]] = [
+        (Screen, "_on_timer_update", "screen update timer"),
+        (Compositor, "render_update", "compositor render_update"),
+        (Compositor, "reflow", "compositor reflow"),
+        (Stylesheet, "update_nodes", "stylesheet update_nodes"),
+        (Widget, "render_lines", lambda a: f"render_lines {type(a[0]).__name__}#{a[0].id}")]
 
-    def render_lines(widget: Any, crop: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return original_render_lines(widget, crop)
-        finally:
-            if focusing[0]:
-                label = f"render_lines {type(widget).__name__}#{widget.id}"
-                totals[label] += time.perf_counter() - t
-                counts[label] += 1
-
-    with log.installed(), _timed(targets, totals, counts, lambda: focusing[0]):
-        Widget.render_lines = render_lines  # type: ignore[method-assign,assignment]
+    with log.installed(), _timed(targets, totals, counts,
+                                 lambda: log.phase == "focus_filter"):
         ticker = asyncio.create_task(_ticker(log, late_ms / 1000, late))
         try:
             async with app.run_test(size=bench_tui.SIZE) as pilot:
@@ -190,11 +185,9 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                 for _ in range(presses):
                     await pilot.press("down")
                     await bench_tui._settled(app, pilot, tap)
-                    focusing[0] = True
                     log.phase = "focus_filter"
                     await pilot.press("slash")
                     await bench_tui._settled(app, pilot, tap)
-                    focusing[0] = False
                     log.phase = None
                     await pilot.press("escape")
                     await bench_tui._settled(app, pilot, tap)
@@ -213,7 +206,6 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                 log.phase = None
         finally:
             ticker.cancel()
-            Widget.render_lines = original_render_lines  # type: ignore[method-assign]
             svc.close()
     n = max(1, presses)
     focus = sorted(((label, round(totals[label] / n * 1000, 2), round(counts[label] / n, 1))

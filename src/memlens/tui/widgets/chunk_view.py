@@ -21,7 +21,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events, work
 from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -30,7 +30,7 @@ from textual.worker import get_current_worker
 from memlens.core.types import Chunk
 
 from .fmt import heading_label, size_bar
-from .frame_style import frame_style
+from .frame_style import FrameMemo
 
 LARGE_CHARS = 200_000
 """Documents with more text than this are laid out in a thread worker."""
@@ -194,7 +194,7 @@ def build_lines(chunks: list[Chunk], width: int, max_tokens: int, *,
     return lines, starts
 
 
-class ChunkView(ScrollView, can_focus=True):
+class ChunkView(FrameMemo, ScrollView, can_focus=True):
     """Chunks of one document, with boundaries, overlaps and size bars."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -269,7 +269,6 @@ class ChunkView(ScrollView, can_focus=True):
         self._starts: list[int] = []
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
-        self._frame_style: Style | None = None  # rich_style during one render_lines call
         self._scroll_target: int | None = None
         self._layout_gen = 0
 
@@ -467,12 +466,6 @@ class ChunkView(ScrollView, can_focus=True):
             self.select(self._lines[y].chunk, scroll=False)
 
     # -- rendering ------------------------------------------------------------
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of one frame, the base style resolved once for all of them
-        (:mod:`memlens.tui.widgets.frame_style`)."""
-        with frame_style(self):
-            return super().render_lines(crop)
-
     def render_line(self, y: int) -> Strip:
         """One screen line of the layout."""
         scroll_x, scroll_y = self.scroll_offset

@@ -18,8 +18,6 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.css.styles import RenderStyles
-from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Tree
@@ -28,7 +26,7 @@ from textual.widgets.tree import TreeNode
 from memlens.core.types import DocumentSummary, IndexWarning
 
 from .fmt import WARNING_GLYPH, glyph, human_size
-from .frame_style import frame_style
+from .frame_style import FrameMemo
 
 PAGE = 250
 """Children added per expansion step (the rest sit behind a "more" row)."""
@@ -99,7 +97,7 @@ def _children(docs: list[DocumentSummary], prefix: str, repository: str,
     return out
 
 
-class DocumentTree(Tree[Any]):
+class DocumentTree(FrameMemo, Tree[Any]):
     """Documents grouped by repository and folder, with status glyphs and sizes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -149,9 +147,6 @@ class DocumentTree(Tree[Any]):
     _batching = False
     _batch_dirty = False
     _label_width: int | None = None  # get_label_width during one _build
-    _frame_style: Style | None = None  # rich_style during one render_lines call
-    _frame_size: Size | None = None  # size during one render_lines call
-    _frame_components: dict[tuple[str, ...], RenderStyles] | None = None  # ditto
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("documents", **kwargs)
@@ -391,39 +386,8 @@ class DocumentTree(Tree[Any]):
             return
         super()._invalidate()
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines of one frame, the base style resolved once for all of them
-        (:mod:`memlens.tui.widgets.frame_style`), and so are the widget's size and the
-        component styles Tree asks for per line (nothing changes them within a frame;
-        asked per line they were a sixth of a line's cost: ``size`` walks up to the
-        screen, ``get_component_styles`` merges new styles each time)."""
-        with frame_style(self):
-            self._frame_size = super().size
-            self._frame_components = {}
-            try:
-                return super().render_lines(crop)
-            finally:
-                self._frame_size = None
-                self._frame_components = None
-
-    @property
-    def size(self) -> Size:
-        """The content size (the frame's, while :meth:`render_lines` draws)."""
-        frame = self._frame_size
-        return frame if frame is not None else super().size
-
-    def get_component_styles(self, *names: str) -> RenderStyles:
-        """Textual's, asked once per frame and name while :meth:`render_lines` draws."""
-        memo = self._frame_components
-        if memo is None:
-            return super().get_component_styles(*names)
-        styles = memo.get(names)
-        if styles is None:
-            styles = memo[names] = super().get_component_styles(*names)
-        return styles
-
     def render_line(self, y: int) -> Strip:
-        """Tree's ``render_line`` with the frame's base style (see :meth:`render_lines`)."""
+        """Tree's ``render_line`` with the frame's base style (:class:`FrameMemo`)."""
         if self._frame_style is None:
             return super().render_line(y)
         scroll_x, scroll_y = self.scroll_offset
