@@ -1,9 +1,11 @@
-"""Which event-loop callbacks make up the TUI's stalls: the filter phase and the ``/`` key.
+"""Which event-loop callbacks make up the TUI's stalls: the filter phase, the ``/`` key and
+live search.
 
     uv run python benchmarks/tui_callbacks.py [--docs 10000] [--cache /tmp/memlens-tui-bench]
+        [--queries 10]
 
 Same app, database and screen size as ``benchmarks/tui.py`` (and the same Pilot-driven
-keys). Two probes:
+keys and queries). The probes:
 
 * **stalls**: a 5 ms asyncio ticker like the benchmark's; every time it comes more than
   ``--late-ms`` late, the callbacks that ran in that window (over 2 ms each, timed by a
@@ -13,6 +15,9 @@ keys). Two probes:
 * **focus**: ``--presses`` times ``/`` (tree -> filter box) and back, the time per press in
   the screen's update timer, the compositor, the stylesheet and each widget's
   ``render_lines``.
+* **search** (``--queries`` per mode, lexical and hybrid, typed as ``tui.py`` types them):
+  stalls by phase (``search MODE clear`` / ``keys`` / ``results``, the last from the last
+  key until the screen settles) and the same breakdown per query for ``results``.
 * **tree draw**: one full draw of the tree's visible lines with its line caches emptied
   (``tree_draw_ms``, 50 draws).
 
@@ -99,10 +104,11 @@ Label = str | Callable[[tuple[Any, ...]], str]
 
 
 @contextmanager
-def _timed(targets: list[tuple[Any, str, Label]], totals: dict[str, float],
-           counts: Counter[str], active: Callable[[], bool]) -> Iterator[None]:
-    """Wrap ``getattr(owner, attr)`` to add its time to ``totals[label]`` while active
-    (``label``: a name, or a function of the call's positional arguments)."""
+def _timed(targets: list[tuple[Any, str, Label]], totals: dict[str, dict[str, float]],
+           counts: dict[str, Counter[str]], bucket: Callable[[], str | None]) -> Iterator[None]:
+    """Wrap ``getattr(owner, attr)`` to add its time to ``totals[bucket()][label]`` while
+    ``bucket()`` names one (``label``: a name, or a function of the call's positional
+    arguments)."""
     saved = []
     for owner, attr, label in targets:
         original = getattr(owner, attr)
@@ -113,10 +119,11 @@ def _timed(targets: list[tuple[Any, str, Label]], totals: dict[str, float],
             try:
                 return _o(*a, **k)
             finally:
-                if active():
+                b = bucket()
+                if b is not None:
                     name = _l if isinstance(_l, str) else _l(a)
-                    totals[name] += time.perf_counter() - t
-                    counts[name] += 1
+                    totals[b][name] += time.perf_counter() - t
+                    counts[b][name] += 1
 
         setattr(owner, attr, wrapper)
     try:
@@ -124,6 +131,14 @@ def _timed(targets: list[tuple[Any, str, Label]], totals: dict[str, float],
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
+
+
+def _per(totals: dict[str, float], counts: Counter[str], n: int) -> list[dict[str, Any]]:
+    """``totals`` and ``counts`` per one of ``n`` events, longest first."""
+    n = max(1, n)
+    rows = sorted(((label, round(totals[label] / n * 1000, 2), round(counts[label] / n, 1))
+                   for label in totals), key=lambda r: -r[1])
+    return [{"what": w, "ms": ms, "calls": c} for w, ms, c in rows]
 
 
 def _tree_draw_ms(tree: Any, rounds: int = 50) -> dict[str, float]:
@@ -150,15 +165,18 @@ def _tree_draw_ms(tree: Any, rounds: int = 50) -> dict[str, float]:
 
 async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                 filters: tuple[str, ...] = ("auth", "deploy", "cach", "runbook 12", "p0042"),
+                queries: int = 10, modes: tuple[str, ...] = ("lexical", "hybrid"),
                 ) -> dict[str, Any]:
-    """Run both probes over ``db``; see the module."""
+    """Run the probes over ``db``; see the module."""
     from textual._compositor import Compositor
     from textual.css.stylesheet import Stylesheet
     from textual.screen import Screen
     from textual.widget import Widget
     from textual.widgets import Input
 
+    from memlens.core import bench
     from memlens.tui.app import MemlensApp
+    from memlens.tui.screens.search import SearchScreen
 
     svc = bench_tui._service(db)
     tap = bench_tui.FrameTap(*bench_tui.SIZE)
@@ -167,8 +185,8 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
     tap.install(app)
     log = CallbackLog()
     late: list[tuple[str, float, float]] = []
-    totals: dict[str, float] = defaultdict(float)
-    counts: Counter[str] = Counter()
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
     targets: list[tuple[Any, str, Label]] = [
         (Screen, "_on_timer_update", "screen update timer"),
         (Compositor, "render_update", "compositor render_update"),
@@ -176,8 +194,15 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
         (Stylesheet, "update_nodes", "stylesheet update_nodes"),
         (Widget, "render_lines", lambda a: f"render_lines {type(a[0]).__name__}#{a[0].id}")]
 
-    with log.installed(), _timed(targets, totals, counts,
-                                 lambda: log.phase == "focus_filter"):
+    def bucket() -> str | None:
+        """Per-event breakdowns: the focus change, and each mode's last key -> results."""
+        phase = log.phase
+        if phase == "focus_filter" or (phase or "").endswith(" results"):
+            return phase
+        return None
+
+    texts = bench.generate_queries(queries, seed=1) if queries else []
+    with log.installed(), _timed(targets, totals, counts, bucket):
         ticker = asyncio.create_task(_ticker(log, late_ms / 1000, late))
         try:
             async with app.run_test(size=bench_tui.SIZE) as pilot:
@@ -204,15 +229,38 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
                         await pilot.press(c)
                     await bench_tui._settled(app, pilot, tap)
                 log.phase = None
+                if texts:
+                    # As benchmarks/tui.py types them: clear, every key but the last, then
+                    # the last key until the results are on screen.
+                    await pilot.press("escape", "escape", "s")
+                    await bench_tui._settled(app, pilot, tap)
+                    screen = app.screen
+                    assert isinstance(screen, SearchScreen)
+                    search_box = screen.query_one("#search-input", Input)
+                    for mode in modes:
+                        screen.set_mode(mode)
+                        await bench_tui._settled(app, pilot, tap)
+                        for q in texts:
+                            log.phase = f"search {mode} clear"
+                            search_box.value = ""
+                            await bench_tui._settled(app, pilot, tap)
+                            log.phase = f"search {mode} keys"
+                            for c in q[:-1]:
+                                await pilot.press(c)
+                            log.phase = f"search {mode} results"
+                            await pilot.press(q[-1])
+                            await bench_tui._settled(app, pilot, tap)
+                        log.phase = None
         finally:
             ticker.cancel()
             svc.close()
-    n = max(1, presses)
-    focus = sorted(((label, round(totals[label] / n * 1000, 2), round(counts[label] / n, 1))
-                    for label in totals), key=lambda r: -r[1])
     return {"database": str(db), "late_ms": late_ms, "tree_draw_ms": tree_draw,
             "stalls": _windows(log, late),
-            "focus_filter_per_press": [{"what": w, "ms": ms, "calls": c} for w, ms, c in focus]}
+            "focus_filter_per_press": _per(totals["focus_filter"], counts["focus_filter"],
+                                           presses),
+            "results_per_query": {
+                mode: _per(totals[f"search {mode} results"], counts[f"search {mode} results"],
+                           len(texts)) for mode in modes if texts}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,13 +271,16 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(tempfile.gettempdir()) / "memlens-tui-bench")
     ap.add_argument("--late-ms", type=float, default=40.0)
     ap.add_argument("--presses", type=int, default=6)
+    ap.add_argument("--queries", type=int, default=10,
+                    help="search queries per mode, lexical and hybrid (0: no search probe)")
     args = ap.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     db = bench_tui.db_path(args.cache, args.docs)
     if not db.exists():
         print(f"building {db} (generate, ingest, project; takes minutes)…", file=sys.stderr)
         bench_tui.build(db, args.docs)
-    print(json.dumps(asyncio.run(probe(db, late_ms=args.late_ms, presses=args.presses)),
+    print(json.dumps(asyncio.run(probe(db, late_ms=args.late_ms, presses=args.presses,
+                                           queries=args.queries)),
                      indent=2))
     return 0
 

@@ -138,7 +138,7 @@ def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> No
 
     run, render_lines = asyncio.events.Handle._run, Widget.render_lines
     out = asyncio.run(tui_callbacks.probe(tiny_db, late_ms=0.0, presses=1,
-                                          filters=("alpha",)))
+                                          filters=("alpha",), queries=2))
     assert asyncio.events.Handle._run is run and Widget.render_lines is render_lines
     assert out["stalls"] and all(s["late_ms"] >= 0 for s in out["stalls"])
     assert any(c["what"].startswith("task ") for s in out["stalls"] for c in s["callbacks"])
@@ -146,3 +146,9 @@ def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> No
     assert whats["render_lines DocumentTree#tree"]["ms"] > 0
     assert whats["screen update timer"]["calls"] >= 1
     assert out["tree_draw_ms"]["cpu"] > 0 and out["tree_draw_ms"]["lines"] > 0
+    # The search probe: every stall is labelled with its phase, and each mode's last key
+    # -> results breakdown has the results list's own drawing.
+    assert {s["phase"].split()[0] for s in out["stalls"]} >= {"focus_filter", "search"}
+    for mode in ("lexical", "hybrid"):
+        rows = {r["what"]: r for r in out["results_per_query"][mode]}
+        assert rows["render_lines OptionList#search-results"]["ms"] > 0

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -385,6 +386,20 @@ class DocumentTree(FrameMemo, Tree[Any]):
             self._batch_dirty = True
             return
         super()._invalidate()
+
+    def notify_style_update(self) -> None:
+        """Draw every row again after a style change, without rebuilding the rows.
+
+        Tree's handler goes through ``_invalidate``: it throws the row list away (rebuilt
+        on the next idle: every expanded node walked and every label rendered to measure
+        its width) and asks for a layout of the whole screen, so every widget was
+        composited again. A style change (the focus moving in or out, a theme) changes how
+        rows look, never which rows there are or how wide their text is; a rule that
+        changes the box (padding, border) makes Textual ask for the layout itself."""
+        Widget.notify_style_update(self)  # not Tree's: see above
+        self._line_cache.clear()
+        self._updates += 1  # part of Tree's line-cache key
+        self.refresh()
 
     def render_line(self, y: int) -> Strip:
         """Tree's ``render_line`` with the frame's base style (:class:`FrameMemo`)."""
