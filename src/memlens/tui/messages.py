@@ -17,6 +17,8 @@ from textual.message import Message
 if TYPE_CHECKING:  # annotations only: each name loads its core module when resolved
     # (``QueryEffect`` alone pulls in the projection and the redaction rules, ~50 ms of
     # the UI's start-up before its first frame).
+    from textual.widgets.option_list import Option
+
     from memlens.core.types import (
         Chunk,
         DocumentSummary,
@@ -142,6 +144,9 @@ class SearchOutcome:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     scope: tuple[str | None, str | None] = (None, None)  # the (repository, type) filters
+    # The result list's options and, per hit, its option's index, built by the worker
+    # (None: the handler builds them).
+    options: tuple[list[Option], list[int]] | None = None
 
 
 @dataclass
