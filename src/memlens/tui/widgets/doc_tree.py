@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
-from textual.widget import Widget
+from textual.widget import PseudoClasses, Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -131,8 +132,25 @@ class DocumentTree(FrameMemo, Tree[Any]):
         & > .doc-tree--warning { color: $text-warning; text-style: bold; }
         & > .doc-tree--repo { text-style: bold; }
         & > .doc-tree--more { color: $text-muted; text-style: italic; }
+
+        /* The focus shows in the border (app.tcss) and the cursor row; Tree's focus
+           tint and brighter guides would change every cell of every row, and every row
+           would be drawn again at each focus move (see notify_style_update). */
+        &:focus {
+            background-tint: $foreground 0%;
+            & > .tree--guides { color: $surface-lighten-2; }
+            & > .tree--guides-hover { color: $surface-lighten-2; }
+        }
+        &:focus:light {
+            & > .tree--guides { color: $surface-darken-1; }
+            & > .tree--guides-hover { color: $block-cursor-background; }
+        }
     }
     """
+
+    # The component classes drawn differently with the focus: the cursor row and the
+    # guides below the cursor node (Tree draws them "selected" only while focused).
+    _FOCUS_COMPONENTS = frozenset({"tree--cursor", "tree--guides-selected"})
 
     class DocumentHighlighted(Message):
         """The cursor moved onto a document row (``None``: onto something else)."""
@@ -148,6 +166,8 @@ class DocumentTree(FrameMemo, Tree[Any]):
     _batching = False
     _batch_dirty = False
     _label_width: int | None = None  # get_label_width during one _build
+    _look: tuple[Any, ...] | None = None  # how rows look, but for the focus (render_lines)
+    _pseudo_classes: PseudoClasses | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("documents", **kwargs)
@@ -237,9 +257,14 @@ class DocumentTree(FrameMemo, Tree[Any]):
         self.post_message(self.DocumentHighlighted(None))
 
     def update_documents(self, docs: list[DocumentSummary], *, processing: bool = False) -> None:
-        """Refresh rows of changed documents (status, chunk count, size)."""
-        self._version += 1
+        """Refresh rows of changed documents (status, chunk count, size).
+
+        A document whose row would not change is left alone: refreshing a row refreshes
+        its folder and repository rows, and with them every row below them (Tree keys its
+        line cache on every node of a row's path), and the detail of the document under
+        the cursor comes back through here at every cursor move."""
         for d in docs:
+            was_processing = d.id in self._processing
             if processing:
                 self._processing.add(d.id)
             else:
@@ -247,12 +272,14 @@ class DocumentTree(FrameMemo, Tree[Any]):
             old = self._docs.get(d.id)
             if old is None:
                 continue
+            changed = {k: v for k, v in d.__dict__.items()
+                       if k != "headings" and old.__dict__.get(k) != v}
+            if d is not old and not changed and processing == was_processing:
+                continue
+            self._version += 1
             # Keep the object identity: repository/folder nodes hold the same instances.
-            old.__dict__.update({k: v for k, v in d.__dict__.items() if k != "headings"})
+            old.__dict__.update(changed)
             self._refresh_row(d.id)
-            repo = self._repo_nodes.get(d.repository)
-            if repo is not None:
-                repo.refresh()
 
     def set_warnings(self, doc_id: int, warnings: list[IndexWarning]) -> None:
         """Update the ⚠ marker of one document."""
@@ -388,18 +415,46 @@ class DocumentTree(FrameMemo, Tree[Any]):
         super()._invalidate()
 
     def notify_style_update(self) -> None:
-        """Draw every row again after a style change, without rebuilding the rows.
+        """Draw again the rows a style change changed, without rebuilding the rows.
 
         Tree's handler goes through ``_invalidate``: it throws the row list away (rebuilt
         on the next idle: every expanded node walked and every label rendered to measure
-        its width) and asks for a layout of the whole screen, so every widget was
-        composited again. A style change (the focus moving in or out, a theme) changes how
-        rows look, never which rows there are or how wide their text is; a rule that
-        changes the box (padding, border) makes Textual ask for the layout itself."""
+        its width), asks for a layout of the whole screen, and draws every row again. A
+        style change changes how rows look, never which rows there are or how wide their
+        text is (a rule that changes the box, padding or border, makes Textual ask for the
+        layout itself). The next frame compares how rows look (:meth:`render_lines`);
+        when only the focus moved they look the same but for the cursor row and the
+        guides below the cursor node (see DEFAULT_CSS), and only those are drawn again
+        (~36 rows -> a few at each ``/``, Tab or Escape)."""
         Widget.notify_style_update(self)  # not Tree's: see above
-        self._line_cache.clear()
-        self._updates += 1  # part of Tree's line-cache key
+        node = self.cursor_node
+        if node is not None:
+            node._updates += 1  # in the line-cache key of its row and of every row below it
         self.refresh()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The rows for one frame; all drawn again if how rows look changed since the last
+        frame (a theme, a style rule: Textual sets the component styles after it reports
+        the style update, so they are compared here)."""
+        look = (self.rich_style, *(self.get_component_rich_style(name, partial=True)
+                                   for name in sorted(self.COMPONENT_CLASSES)
+                                   if name not in self._FOCUS_COMPONENTS))
+        if look != self._look:
+            self._look = look
+            self._line_cache.clear()
+            self._updates += 1  # part of Tree's line-cache key: every row
+        return super().render_lines(crop)
+
+    # Tree keys its line cache on the pseudo-classes, focus included, so every row was a
+    # cache miss after a focus move; the rows that change with the focus are drawn again
+    # by notify_style_update instead.
+    @property  # type: ignore[override]
+    def _pseudo_class_state(self) -> PseudoClasses | None:
+        return self._pseudo_classes
+
+    @_pseudo_class_state.setter
+    def _pseudo_class_state(self, state: PseudoClasses) -> None:
+        self._pseudo_classes = state._replace(focus=False)
 
     def render_line(self, y: int) -> Strip:
         """Tree's ``render_line`` with the frame's base style (:class:`FrameMemo`)."""
