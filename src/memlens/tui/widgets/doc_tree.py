@@ -149,8 +149,10 @@ class DocumentTree(FrameMemo, Tree[Any]):
     """
 
     # The component classes drawn differently with the focus: the cursor row and the
-    # guides below the cursor node (Tree draws them "selected" only while focused).
+    # guides below the cursor node (Tree draws them "selected" only while focused). The
+    # others, with the base style, are how rows look (see render_lines).
     _FOCUS_COMPONENTS = frozenset({"tree--cursor", "tree--guides-selected"})
+    _LOOK_COMPONENTS = tuple(sorted(COMPONENT_CLASSES - _FOCUS_COMPONENTS))
 
     class DocumentHighlighted(Message):
         """The cursor moved onto a document row (``None``: onto something else)."""
@@ -167,6 +169,7 @@ class DocumentTree(FrameMemo, Tree[Any]):
     _batch_dirty = False
     _label_width: int | None = None  # get_label_width during one _build
     _look: tuple[Any, ...] | None = None  # how rows look, but for the focus (render_lines)
+    _restyled = True  # a style update since the last frame (render_lines compares looks)
     _pseudo_classes: PseudoClasses | None = None
 
     def __init__(self, **kwargs: Any) -> None:
@@ -427,22 +430,25 @@ class DocumentTree(FrameMemo, Tree[Any]):
         guides below the cursor node (see DEFAULT_CSS), and only those are drawn again
         (~36 rows -> a few at each ``/``, Tab or Escape)."""
         Widget.notify_style_update(self)  # not Tree's: see above
+        self._restyled = True
         node = self.cursor_node
         if node is not None:
             node._updates += 1  # in the line-cache key of its row and of every row below it
         self.refresh()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The rows for one frame; all drawn again if how rows look changed since the last
-        frame (a theme, a style rule: Textual sets the component styles after it reports
-        the style update, so they are compared here)."""
-        look = (self.rich_style, *(self.get_component_rich_style(name, partial=True)
-                                   for name in sorted(self.COMPONENT_CLASSES)
-                                   if name not in self._FOCUS_COMPONENTS))
-        if look != self._look:
-            self._look = look
-            self._line_cache.clear()
-            self._updates += 1  # part of Tree's line-cache key: every row
+        """The rows for one frame; all drawn again if how rows look changed since the
+        last style update (a theme, a style rule: Textual sets the component styles after
+        it reports the update, so they are compared here, at the next frame)."""
+        if self._restyled:
+            self._restyled = False
+            look = (self.rich_style,
+                    *(self.get_component_rich_style(name, partial=True)
+                      for name in self._LOOK_COMPONENTS))
+            if look != self._look:
+                self._look = look
+                self._line_cache.clear()
+                self._updates += 1  # part of Tree's line-cache key: every row
         return super().render_lines(crop)
 
     # Tree keys its line cache on the pseudo-classes, focus included, so every row was a
