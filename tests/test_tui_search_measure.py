@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from textual.content import Content
 from textual.css.styles import RulesMap
-from textual.widgets import OptionList
+from textual.widget import Widget
+from textual.widgets import OptionList, Static
 
 from memlens.tui.screens import search as search_screen
 from memlens.tui.screens.search import SearchScreen, hit_content, measured_options, option_fit
@@ -125,3 +126,35 @@ async def test_every_line_of_every_result_is_on_the_list(scenario: Scenario) -> 
         style = results.get_visual_style("option-list--option")
         drawn = [len(results._get_option_render(o, style)) for o in results.options]
         assert list(results._line_cache.heights.values()) == drawn
+
+
+@async_test
+async def test_status_line_is_set_without_a_layout(
+        scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status line's box is one fixed line: setting it asks for no layout of the
+    screen (Static.update does by default)."""
+    app = scenario.app()
+    layouts: list[str | None] = []
+    refresh = Static.refresh
+
+    def recording(self: Static, *a: Any, layout: bool = False, **k: Any) -> Any:
+        if layout:
+            layouts.append(self.id)
+        return refresh(self, *a, layout=layout, **k)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await settle(pilot)
+        monkeypatch.setattr(Static, "refresh", recording)
+        await type_text(pilot, "cache key")
+        await settle(pilot)
+        monkeypatch.undo()
+        info = screen.query_one("#search-info", Static)
+        assert "hits" in str(info.render())
+        assert "search-info" not in layouts
+        box = info.parent
+        assert isinstance(box, Widget)
+        assert info.region.height == 1 and info.region.width == box.content_region.width

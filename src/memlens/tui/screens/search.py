@@ -188,7 +188,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         & #search-row { height: 3; }
         & #search-input { width: 1fr; }
         & #search-mode { width: auto; padding: 1 1 0 1; }
-        & #search-info { height: 1; color: $text-muted; padding: 0 1; }
+        & #search-info { height: 1; width: 1fr; color: $text-muted; padding: 0 1; }
         & #search-body { height: 1fr; }
         & #search-results { height: 1fr; width: 3fr; border: none; scrollbar-gutter: stable; }
         & HitPreview { width: 2fr; height: 1fr; }
@@ -279,15 +279,21 @@ class SearchScreen(Screen["SearchHit | None"]):
         event.stop()
         self.action_open()
 
+    def _info(self, content: str | Content) -> None:
+        """Set the status line. Its box is fixed (one line, the row's width), so the
+        screen is not laid out again for it (Static.update asks for a layout by default:
+        a reflow of the whole screen at every search)."""
+        self.query_one("#search-info", Static).update(content, layout=False)
+
     def _start(self, query: str) -> None:
         if query != self.query_text:
             return  # superseded while the timer ran
         if not query.strip():
             self.hits = []
             self.query_one("#search-results", OptionList).clear_options()
-            self.query_one("#search-info", Static).update("type to search")
+            self._info("type to search")
             return
-        self.query_one("#search-info", Static).update(f"searching ({self.mode})…")
+        self._info(f"searching ({self.mode})…")
         self._fired = (query, self.mode, time.perf_counter())
         self.run_search(query, self.mode,
                         option_fit(self.query_one("#search-results", OptionList)))
@@ -322,12 +328,11 @@ class SearchScreen(Screen["SearchHit | None"]):
             return  # stale: the input (or a filter) moved on
         self.last = out
         fired = self._fired
-        info = self.query_one("#search-info", Static)
         ol = self.query_one("#search-results", OptionList)
         if out.error:
             self.hits = []
             ol.clear_options()
-            info.update(Content.styled(f"could not search: {out.error}", "$text-error"))
+            self._info(Content.styled(f"could not search: {out.error}", "$text-error"))
             self.notify(f"could not search: {out.error}", title="error", severity="error")
             return
         assert out.result is not None
@@ -339,8 +344,8 @@ class SearchScreen(Screen["SearchHit | None"]):
             ol.highlighted = self._option_of_hit[0]
         timing = f" · {out.elapsed * 1000:.0f} ms" if getattr(self.app, "show_timings", True) \
             else ""
-        info.update(info_line(self.hits, out.mode, timing, out.notes,
-                              out.result.preferred_repository))
+        self._info(info_line(self.hits, out.mode, timing, out.notes,
+                         out.result.preferred_repository))
         if fired is not None and fired[:2] == (out.query, out.mode):
             done = time.perf_counter()
             timings = getattr(self.app, "timings", None)
