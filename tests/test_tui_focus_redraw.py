@@ -27,6 +27,28 @@ def _row_style(dt: DocumentTree, y: int) -> tuple[Style | None, ...]:
     return tuple(segment.style for segment in dt.render_line(y - dt.scroll_offset.y))
 
 
+async def _focused_tree(pilot: Any) -> DocumentTree:
+    """The app's document tree, listed and focused."""
+    await settle(pilot)
+    dt: DocumentTree = pilot.app.doc_tree
+    dt.focus()
+    await settle(pilot)
+    return dt
+
+
+def _count_labels(dt: DocumentTree) -> list[str]:
+    """From now on, the label of every row ``dt`` draws (a line-cache miss)."""
+    labels: list[str] = []
+    label = dt.render_label
+
+    def counting_label(node: Any, *a: Any, **k: Any) -> Any:
+        labels.append(str(node.label))
+        return label(node, *a, **k)
+
+    dt.render_label = counting_label  # type: ignore[method-assign]
+    return labels
+
+
 def _memory(tree: MemoryTree, repos: int = 10) -> None:
     for i in range(repos):
         slug = f"-home-dev-proj{i}"
@@ -40,10 +62,7 @@ async def test_focus_change_draws_only_the_rows_it_changes(
     _memory(tree)
     app: MemlensApp = _app(tree, make_service, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        dt = app.doc_tree
-        dt.focus()
-        await settle(pilot)
+        dt = await _focused_tree(pilot)
         await pilot.press("down")  # onto a document: a row with nothing below it
         await settle(pilot)
         rows = dt._tree_lines
@@ -55,24 +74,19 @@ async def test_focus_change_draws_only_the_rows_it_changes(
         focused = _row_style(dt, cursor), _row_style(dt, other)
 
         builds: list[int] = []
-        labels: list[int] = []
         full: list[int] = []
-        build, label, render_full = dt._build, dt.render_label, Compositor.render_full_update
+        build, render_full = dt._build, Compositor.render_full_update
 
         def counting_build() -> None:
             builds.append(1)
             build()
-
-        def counting_label(*a: Any, **k: Any) -> Any:
-            labels.append(1)
-            return label(*a, **k)
 
         def counting_full(self: Compositor, *a: Any, **k: Any) -> Any:
             full.append(1)
             return render_full(self, *a, **k)
 
         dt._build = counting_build  # type: ignore[method-assign]
-        dt.render_label = counting_label  # type: ignore[method-assign]
+        labels = _count_labels(dt)
         Compositor.render_full_update = counting_full  # type: ignore[method-assign]
         try:
             await pilot.press("slash")  # tree -> filter box
@@ -104,10 +118,7 @@ async def test_theme_change_redraws_the_rows(
     _memory(tree, repos=4)
     app: MemlensApp = _app(tree, make_service, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        dt = app.doc_tree
-        dt.focus()
-        await settle(pilot)
+        dt = await _focused_tree(pilot)
         assert app.current_theme.dark
         other = next(y for y in range(len(dt._tree_lines)) if y != dt.cursor_line)
         before = _row_style(dt, other)
@@ -133,23 +144,13 @@ async def test_cursor_moves_leave_the_other_rows_cached(
         f"- [t{i}](topic{i:02d}.md)\n" for i in range(12)))
     app: MemlensApp = _app(tree, make_service, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        dt = app.doc_tree
-        dt.focus()
-        await settle(pilot)
+        dt = await _focused_tree(pilot)
         assert len(dt._tree_lines) >= 13
         for _ in range(3):
             await pilot.press("down")
             await settle(pilot)
             assert app.current_doc_id == dt.cursor_doc_id is not None
-        labels: list[str] = []
-        label = dt.render_label
-
-        def counting_label(node: Any, *a: Any, **k: Any) -> Any:
-            labels.append(str(node.label))
-            return label(node, *a, **k)
-
-        dt.render_label = counting_label  # type: ignore[method-assign]
+        labels = _count_labels(dt)
         await pilot.press("slash")  # the whole tree is drawn again (its border)
         await settle(pilot)
         assert set(labels) == {str(dt.cursor_node.label)}, labels  # type: ignore[union-attr]

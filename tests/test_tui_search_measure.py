@@ -20,6 +20,7 @@ from memlens.tui.screens import search as search_screen
 from memlens.tui.screens.search import SearchScreen, hit_content, measured_options, option_fit
 
 from .test_tui import SIZE, Scenario, async_test, build_scenario, settle, type_text
+from .test_tui_search_tools import _open_search
 
 
 @pytest.fixture
@@ -53,18 +54,13 @@ async def test_results_handler_wraps_no_option_to_measure_it(
         return fits[-1]
 
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
-        await settle(pilot)
-        results = screen.query_one("#search-results", OptionList)
+        await settle(pilot)  # the browser's own lists filled
         monkeypatch.setattr(search_screen, "option_fit", recorded_fit)
         monkeypatch.setattr(Content, "_wrap_and_format", counting_wrap)
         monkeypatch.setattr(OptionList, "add_options", marking_add)
         # Into an empty list, then over results that show a scroll bar (as one types on).
-        await type_text(pilot, "cache key")
-        await settle(pilot)
+        screen = await _open_search(pilot, "cache key")
+        results = screen.query_one("#search-results", OptionList)
         assert results.show_vertical_scrollbar
         await type_text(pilot, "s")
         await settle(pilot)
@@ -87,12 +83,7 @@ async def test_options_measured_at_another_width_are_measured_again(
     heights are for the old width, and the list measures at its own."""
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
-        await type_text(pilot, "cache key")
-        await settle(pilot)
+        screen = await _open_search(pilot, "cache key")
         hits = list(screen.hits)
         results = screen.query_one("#search-results", OptionList)
         rules, width = option_fit(results)  # the width of the list once emptied
@@ -115,12 +106,7 @@ async def test_every_line_of_every_result_is_on_the_list(scenario: Scenario) -> 
     are the same."""
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
-        await type_text(pilot, "cache key")
-        await settle(pilot)
+        screen = await _open_search(pilot, "cache key")
         results = screen.query_one("#search-results", OptionList)
         assert results.show_vertical_scrollbar
         style = results.get_visual_style("option-list--option")
@@ -145,13 +131,13 @@ async def test_status_line_is_set_without_a_layout(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("s")
-        screen = app.screen
-        assert isinstance(screen, SearchScreen)
-        await settle(pilot)
+        await settle(pilot)  # the screen's first layout asks for its own
         monkeypatch.setattr(Static, "refresh", recording)
         await type_text(pilot, "cache key")
         await settle(pilot)
         monkeypatch.undo()
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
         info = screen.query_one("#search-info", Static)
         assert "hits" in str(info.render())
         assert "search-info" not in layouts

@@ -115,21 +115,15 @@ def result_options(hits: list[SearchHit]) -> tuple[list[Option], list[int]]:
 
 
 def option_fit(ol: OptionList) -> tuple[RulesMap, int]:
-    """The rules and the width the result list will measure the next results' heights
-    with (``OptionList._update_lines``: the content width less the options' padding).
-
-    Read on the event loop when a search starts. The results handler empties the list
-    before it adds the new options, and an emptied list drops its vertical scroll bar
-    (unless its gutter is stable), so the width is the list's without one, whether the
-    previous results showed one or not."""
+    """The rules and the width the result list measures an option's height with
+    (``OptionList._update_lines``: the width left of the scroll bar's gutter, less the
+    options' padding). Read on the event loop when a search starts; the list's gutter is
+    stable, so the width is the same whether it shows results (and a scroll bar) or not."""
     padding = ol.get_component_styles("option-list--option").padding
-    width = ol.content_region.width - padding.width
-    if ol.styles.scrollbar_gutter == "stable":
-        width -= ol.styles.scrollbar_size_vertical
     styles = ol.styles  # the rules Content.get_height reads
     rules = RulesMap(line_pad=styles.line_pad, text_overflow=styles.text_overflow,
                      text_wrap=styles.text_wrap)
-    return rules, width
+    return rules, ol.scrollable_content_region.width - padding.width
 
 
 def measured_options(hits: list[SearchHit], fit: tuple[RulesMap, int] | None,

@@ -170,7 +170,6 @@ class DocumentTree(FrameMemo, Tree[Any]):
     _label_width: int | None = None  # get_label_width during one _build
     _look: tuple[Any, ...] | None = None  # how rows look, but for the focus (render_lines)
     _restyled = True  # a style update since the last frame (render_lines compares looks)
-    _pseudo_classes: PseudoClasses | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("documents", **kwargs)
@@ -451,16 +450,11 @@ class DocumentTree(FrameMemo, Tree[Any]):
                 self._updates += 1  # part of Tree's line-cache key: every row
         return super().render_lines(crop)
 
-    # Tree keys its line cache on the pseudo-classes, focus included, so every row was a
-    # cache miss after a focus move; the rows that change with the focus are drawn again
-    # by notify_style_update instead.
-    @property  # type: ignore[override]
-    def _pseudo_class_state(self) -> PseudoClasses | None:
-        return self._pseudo_classes
-
-    @_pseudo_class_state.setter
-    def _pseudo_class_state(self, state: PseudoClasses) -> None:
-        self._pseudo_classes = state._replace(focus=False)
+    def get_pseudo_class_state(self) -> PseudoClasses:
+        """The pseudo-classes less the focus. Tree keys its line cache on this (its only
+        reader, ``Tree.render_lines``), so every row was a cache miss after a focus move;
+        the rows that change with the focus are drawn again by notify_style_update."""
+        return super().get_pseudo_class_state()._replace(focus=False)
 
     def render_line(self, y: int) -> Strip:
         """Tree's ``render_line`` with the frame's base style (:class:`FrameMemo`)."""
