@@ -65,28 +65,48 @@ def render_bench_report(report: Mapping[str, Any], previous: str | None = None) 
     return bench.render_markdown(report, notes)
 
 
-def render_train_validation(train: Mapping[str, Any], validation: Mapping[str, Any]) -> str:
-    """Markdown table: document-level Hit@1 per query kind, tuning corpus beside the
-    validation corpus, for every strategy x mode x embedder row both runs have."""
+def _set_name(rep: Mapping[str, Any], i: int) -> str:
+    """A held-out set's column name: ``val`` for a corpus's own ``queries.jsonl``, else
+    the queries file's stem without ``queries_`` (``queries_hard.jsonl`` -> ``hard``)."""
+    stem = Path(str(rep.get("queries", {}).get("path", ""))).stem
+    if stem in ("", "queries"):
+        return "val" if i == 1 else f"val{i}"
+    return stem.removeprefix("queries_").removeprefix("queries-") or f"set{i}"
+
+
+def render_train_validation(train: Mapping[str, Any], *held_out: Mapping[str, Any]) -> str:
+    """Markdown table: document-level Hit@1 per query kind, the tuning corpus beside each
+    held-out set (never tuned on), for every strategy x mode x embedder row the train run
+    has; a first row gives each set's content-word overlap per kind (the mean fraction
+    of a question's content words found in its answer document)."""
     def rows(rep: Mapping[str, Any]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
         return {(r["strategy"], r["mode"], r.get("embedder") or "-"): r
                 for r in rep.get("results", []) if "doc" in r}
 
-    tr, va = rows(train), rows(validation)
+    sets = [train, *held_out]
+    tables = [rows(rep) for rep in sets]
     kinds = [k for k in ("lexical", "paraphrase", "heading", "code")
-             if k in train.get("queries", {}).get("kinds", {})
-             or k in validation.get("queries", {}).get("kinds", {})]
-    head = ["strategy", "mode", "embedder"] + [f"{k} train / val" for k in kinds]
-    lines = [
-        "## Train (tuning) vs validation corpus",
-        "",
-        f"Train: `{train.get('corpus', {}).get('path', '?')}`; validation: "
-        f"`{validation.get('corpus', {}).get('path', '?')}` (never tuned on). Cells are "
-        "document-level Hit@1.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * 3 + "---:|" * len(kinds),
-    ]
+             if any(k in rep.get("queries", {}).get("kinds", {}) for rep in sets)]
+    names = ["train"] + [_set_name(rep, i) for i, rep in enumerate(held_out, 1)]
+    head = ["strategy", "mode", "embedder"] + [f"{k} {' / '.join(names)}" for k in kinds]
+
+    def where(rep: Mapping[str, Any]) -> str:
+        q = rep.get("queries", {}).get("path", "?")
+        return f"`{rep.get('corpus', {}).get('path', '?')}` (queries `{q}`)"
+
+    lines = ["## Train (tuning) vs validation corpus", "",
+             f"Train: {where(train)}; "
+             + "; ".join(f"{n}: {where(rep)}" for n, rep in zip(names[1:], held_out, strict=True))
+             + " (never tuned on). Cells are document-level Hit@1; the overlap row is the mean"
+             " fraction of a question's content words that occur in its answer document.",
+             "", "| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(kinds)]
+
+    def overlap(rep: Mapping[str, Any], k: str) -> str:
+        v = rep.get("queries", {}).get("overlap", {}).get(k, {}).get("mean")
+        return "–" if v is None else f"{v:.2f}"
+
+    lines.append("| (overlap) | | | " + " | ".join(
+        " / ".join(overlap(rep, k) for rep in sets) for k in kinds) + " |")
 
     def cell(r: Mapping[str, Any] | None, k: str) -> str:
         if r is None:
@@ -94,7 +114,7 @@ def render_train_validation(train: Mapping[str, Any], validation: Mapping[str, A
         v = r["doc"]["by_kind"].get(k, {}).get("hit1")
         return "–" if v is None else f"{v:.2f}"
 
-    for key in [k for k in tr if k in va] + [k for k in tr if k not in va]:
-        cells = [f"{cell(tr.get(key), k)} / {cell(va.get(key), k)}" for k in kinds]
+    for key in tables[0]:
+        cells = [" / ".join(cell(t.get(key), k) for t in tables) for k in kinds]
         lines.append("| " + " | ".join([*key, *cells]) + " |")
     return "\n".join(lines) + "\n"

@@ -80,6 +80,9 @@ class SearchSettings:
     rrf_k: float = 60.0
     candidates: int = 50
     semantic_min_z: float = 1.0
+    adapt_power: float = 2.0
+    adapt_top: int = 3
+    adapt_knee: float = 0.6
     prefer_current_project: bool = True
     history: int = 100
     lexical_cache_mb: int = 128
@@ -87,16 +90,18 @@ class SearchSettings:
     def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
         """Keyword arguments for :func:`memlens.core.search.hybrid`.
 
-        ``auto`` resolves to ``zscore``, except with the ``hashing`` embedder (name
+        ``auto`` resolves to ``adaptive``, except with the ``hashing`` embedder (name
         ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
         (measured on the dev corpus, ``docs/research/search-fusion.md``).
         """
         fusion = self.fusion
         if fusion == "auto":
-            fusion = "convex" if embedder == "hashing" else "zscore"
+            fusion = "convex" if embedder == "hashing" else "adaptive"
         return {"fusion": fusion, "lexical_weight": self.lexical_weight,
                 "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
-                "candidates": self.candidates, "semantic_min_z": self.semantic_min_z}
+                "candidates": self.candidates, "semantic_min_z": self.semantic_min_z,
+                "adapt_power": self.adapt_power, "adapt_top": self.adapt_top,
+                "adapt_knee": self.adapt_knee}
 
 
 # key -> (type, default). Nested tables use dotted keys.
@@ -128,11 +133,14 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "search.rrf_k": (float, SearchSettings.rrf_k),
     "search.candidates": (int, SearchSettings.candidates),
     "search.semantic_min_z": (float, SearchSettings.semantic_min_z),
+    "search.adapt_power": (float, SearchSettings.adapt_power),
+    "search.adapt_top": (int, SearchSettings.adapt_top),
+    "search.adapt_knee": (float, SearchSettings.adapt_knee),
     "search.prefer_current_project": (bool, SearchSettings.prefer_current_project),
     "search.history": (int, SearchSettings.history),
     "search.lexical_cache_mb": (int, SearchSettings.lexical_cache_mb),
 }
-FUSIONS = ("convex", "minmax", "zscore", "rrf")
+FUSIONS = ("adaptive", "convex", "minmax", "zscore", "rrf")
 FUSION_CHOICES = ("auto", *FUSIONS)
 # Free-form options passed to the embedder (base_url, model, path, dim, ...).
 _EMBEDDER_OPTION_TYPES = (str, int, float, bool)
@@ -265,6 +273,9 @@ class Settings:
                               rrf_k=float(v["search.rrf_k"]),
                               candidates=int(v["search.candidates"]),
                               semantic_min_z=float(v["search.semantic_min_z"]),
+                              adapt_power=float(v["search.adapt_power"]),
+                              adapt_top=int(v["search.adapt_top"]),
+                              adapt_knee=float(v["search.adapt_knee"]),
                               prefer_current_project=bool(v["search.prefer_current_project"]),
                               history=int(v["search.history"]),
                               lexical_cache_mb=int(v["search.lexical_cache_mb"]))
@@ -353,9 +364,11 @@ def _check_value(key: str, value: Any, where: str) -> None:
     if key == "search.lexical_cache_mb" and (not isinstance(value, int) or value < 0):
         raise ConfigError(f"{where}: `search.lexical_cache_mb` must be an integer >= 0,"
                           f" got {value!r}")
-    if key == "search.candidates" and (not isinstance(value, int) or value < 1):
+    if key in ("search.candidates", "search.adapt_top") and (
+            not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")
-    if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k") and (
+    if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k",
+               "search.adapt_power") and (
             not isinstance(value, (int, float)) or value < 0):
         raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
 

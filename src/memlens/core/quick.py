@@ -175,4 +175,5 @@ def lexical_search(db: str, query: str, *, k: int = 10, all_projects: bool = Fal
     finally:
         conn.close()
     return {"query": query, "mode": "lexical", "embedder": None, "notes": [],
-            "matches": len(hits), "preferred_repository": prefer, "hits": hits}
+            "matches": len(hits), "preferred_repository": prefer, "fusion": None,
+            "hits": hits}

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from . import search_evidence, search_rows
 from . import search_hits as hits_mod
-from . import search_rows
 from .config import FUSIONS, SearchSettings
 from .db import rows, scalar, vec_table_name
 from .search_hits import HL_END as HL_END
@@ -64,6 +64,9 @@ LEXICAL_WEIGHT = _DEFAULTS.lexical_weight
 VECTOR_WEIGHT = _DEFAULTS.vector_weight
 FUSION = _DEFAULTS.fusion_options()["fusion"]
 CANDIDATES = _DEFAULTS.candidates
+ADAPT_POWER = _DEFAULTS.adapt_power
+ADAPT_TOP = _DEFAULTS.adapt_top
+ADAPT_KNEE = _DEFAULTS.adapt_knee
 # semantic-only hits need cosine >= mean + z*std of the query's candidates
 SEMANTIC_MIN_Z = _DEFAULTS.semantic_min_z
 MATCH_KINDS = ("lexical", "semantic", "closest")
@@ -221,7 +224,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            rrf_k: float = RRF_K, candidates: int = CANDIDATES,
            semantic_min_z: float | None = SEMANTIC_MIN_Z, snippets: bool = True,
            matrix: VectorMatrixCache | None = None, complete: bool = True,
-           lexical_cache: LexicalCache | None = None) -> SearchResult:
+           lexical_cache: LexicalCache | None = None, adapt_power: float = ADAPT_POWER,
+           adapt_top: int = ADAPT_TOP, adapt_knee: float = ADAPT_KNEE) -> SearchResult:
     """Fuse lexical and vector results, diversified per document (``snippets``: attach
     FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
@@ -233,6 +237,12 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
       candidates (min-max to [0, 1] or z-score); a candidate missing from one side
       gets that side's lowest normalised value; then weighted sum.
     - ``"rrf"``: ``sum(w / (rrf_k + rank))``.
+    - ``"adaptive"`` (what ``auto`` means with a semantic embedder): z-score fusion
+      whose lexical weight is scaled by ``share ** adapt_power``, ``share`` being the
+      best idf-weighted share of the query's phrases held by one of the top
+      ``adapt_top`` lexical candidates (:func:`memlens.core.search_evidence.coverage`).
+      A question whose words the memory does not use leans on the vector side; a
+      question whose words one chunk holds keeps its lexical ranking.
 
     The candidate depth is ``max(candidates, k)`` on each side, so for any
     ``k <= candidates`` the order of the top ``k`` does not depend on ``k``.
@@ -261,6 +271,10 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
                              doc_type=doc_type, matrix=matrix)
     lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
+    # Adaptive fusion weighs the lexical side by how much of the question its best
+    # candidates hold; measured while the vector scan may still be running.
+    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top)
+                 if fusion == "adaptive" else 1.0)
     vec_top = vec_later()
     # Candidates are ranked bare (one light read for both lists); only the hits kept
     # after fusion and the cut read their node text.
@@ -269,7 +283,12 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
                        hits_mod.stubs(vec_top, known, "vector"))
     if semantic_min_z is not None:
         pool.drop_weak_semantic(semantic_min_z)
-    scores = pool.scores(fusion, lexical_weight, vector_weight, rrf_k)
+    lw = (lexical_weight * min(1.0, lex_share / max(adapt_knee, 1e-9)) ** adapt_power
+          if fusion == "adaptive" else lexical_weight)
+    res.fusion = {"method": fusion}
+    if fusion == "adaptive":
+        res.fusion.update(lexical_share=round(lex_share, 4), lexical_weight=round(lw, 4))
+    scores = pool.scores(fusion, lw, vector_weight, rrf_k)
     if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
         for h in pool.fused.values():             # is near it: the rest rank after
             if h.match == "semantic":
@@ -290,6 +309,16 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if snippets:
         attach_snippets(conn, res.fts_query, res.hits)
     return res
+
+
+def _lexical_share(conn: apsw.Connection, fts: str | None, lex_top: Sequence[tuple[int, float]],
+                   top: int) -> float:
+    """The best idf-weighted query coverage among the first ``top`` lexical candidates
+    (0 when there are none)."""
+    if not lex_top or not fts:
+        return 0.0
+    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]])
+    return max(cov.values(), default=0.0)
 
 
 def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
@@ -368,6 +397,8 @@ class _Pool:
 
     def scores(self, fusion: str, lw: float, vw: float, rrf_k: float) -> dict[int, float]:
         """The fused score of every candidate."""
+        if fusion in ("zscore", "adaptive"):
+            fusion = "zscore"
         if fusion == "convex":
             lex_max = max(self.lex_raw.values(), default=0.0) or 1.0
             return {nid: lw * self.lex_raw.get(nid, 0.0) / lex_max

@@ -72,6 +72,7 @@ class SearchResult:
     embedder: str | None = None
     notes: list[str] = field(default_factory=list)
     preferred_repository: str | None = None
+    fusion: dict[str, Any] | None = None
 
     @property
     def matches(self) -> int:
@@ -80,11 +81,14 @@ class SearchResult:
 
     def as_json(self) -> dict[str, Any]:
         """``{"query","mode","hits":[...]}`` plus ``embedder``, ``notes``, ``matches``
-        (hits that are matches, not merely closest by meaning) and
-        ``preferred_repository`` (the project ranked first, if any)."""
+        (hits that are matches, not merely closest by meaning),
+        ``preferred_repository`` (the project ranked first, if any) and ``fusion``
+        (hybrid only: ``method``, and for ``adaptive`` the query's ``lexical_share``
+        and the ``lexical_weight`` it gave; ``null`` otherwise)."""
         return {"query": self.query, "mode": self.mode, "embedder": self.embedder,
                 "notes": self.notes, "matches": self.matches,
                 "preferred_repository": self.preferred_repository,
+                "fusion": self.fusion,
                 "hits": [h.as_json() for h in self.hits]}
 
 

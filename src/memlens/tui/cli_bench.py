@@ -49,9 +49,11 @@ def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> Non
     p.add_argument("--strategies", default=None, metavar="LIST",
                    help="comma list of strategies (default: whole,headings,windows-48-12,"
                    "adaptive-400-80; with --generate: adaptive-400-80)")
-    p.add_argument("--validation", type=Path, default=None, metavar="DIR",
-                   help="also run the same matrix on this corpus (a validation set, with its "
-                   "own queries.jsonl) and add a train-vs-validation table")
+    p.add_argument("--validation", type=Path, action="append", default=None,
+                   metavar="DIR|FILE",
+                   help="also run the same matrix on this held-out set and add a train-vs-"
+                   "validation table: a corpus folder (its queries.jsonl) or a queries file "
+                   "(its corpus is the folder holding it); repeat for several sets")
     p.add_argument("--modes", default="lexical,vector,hybrid", metavar="LIST",
                    help="comma list of search modes (default: lexical,vector,hybrid); "
                    "hybrid-rrf, hybrid-zscore, hybrid-minmax, hybrid-convex pick the fusion")
@@ -139,11 +141,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except (BenchError, _Usage) as exc:
         _err(str(exc))
         return EXIT_USAGE
-    if args.validation is not None:
+    for held in args.validation or []:
+        held_corpus, held_queries = (held.parent, held) if held.is_file() else (held, None)
         try:
             with _progress(sys.stderr.isatty()) as (total, advance):
-                report["validation"] = run_benchmark(
-                    corpus=args.validation, queries=None, strategies=args.strategies,
+                rep = run_benchmark(
+                    corpus=held_corpus, queries=held_queries, strategies=args.strategies,
                     modes=args.modes, embedders=args.embedder, generate=None,
                     per_document=args.per_document, seed=args.seed, workdir=None,
                     command=command, embedder_options=options, progress=advance,
@@ -151,12 +154,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except BenchError as exc:
             _err(f"validation corpus: {exc}")
             return EXIT_USAGE
+        report.setdefault("validation", rep)  # the first set (the shape before sets)
+        report.setdefault("validation_sets", []).append(rep)
     previous = None
     if args.out is not None and args.out.exists():
         previous = args.out.read_text(encoding="utf-8")
     md = render_bench_report(report, previous)
-    if "validation" in report:
-        md += "\n" + render_train_validation(report, report["validation"])
+    if "validation_sets" in report:
+        md += "\n" + render_train_validation(report, *report["validation_sets"])
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md, encoding="utf-8")

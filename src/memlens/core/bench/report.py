@@ -212,12 +212,20 @@ def _md_relevance(report: Mapping[str, Any]) -> list[str]:
                       + ["Tokens top-3"], rows, "ll" + "r" * 6)
         out.append("")
     kinds = list(report["queries"]["kinds"])
+    ov = report["queries"].get("overlap", {})
+
+    def label(k: str) -> str:
+        m = ov.get(k, {}).get("mean")
+        return k if m is None else f"{k} (overlap {m:.2f})"
+
     out += ["## By query kind (MRR)", "",
-            "Document-level / section-level MRR per kind of query.", ""]
+            "Document-level / section-level MRR per kind of query. Overlap: the mean fraction "
+            "of a question's content words that occur in its answer document (a paraphrase "
+            "set near the keyword set's figure measures lexical search twice).", ""]
     rows = [[f"`{r['strategy']}`", _who(r)] + [
         f"{_f(r['doc']['by_kind'].get(k, {}).get('mrr', 0.0))} / "
         f"{_f(r['section']['by_kind'].get(k, {}).get('mrr', 0.0))}" for k in kinds] for r in res]
-    out += _table(["Strategy", "Mode"] + kinds, rows, "ll" + "r" * len(kinds))
+    out += _table(["Strategy", "Mode"] + [label(k) for k in kinds], rows, "ll" + "r" * len(kinds))
     out.append("")
     errs = [r for r in report["results"] if "error" in r]
     if errs:

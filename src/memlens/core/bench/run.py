@@ -16,6 +16,7 @@ from .. import search as search_mod
 from ..config import SearchSettings
 from ..embedding import Embedder
 from ..sources import MemoryRoot
+from . import overlap as ov
 from .common import BENCH_FORMAT, EVAL_K, FETCH_K, MODES, BenchError, ProgressFn
 from .embedders import EmbedderSlot, TimedEmbedder, resolve_embedders
 from .harness import (
@@ -260,15 +261,36 @@ def _run_all(opts: BenchOptions, usable: Sequence[EmbedderSlot], roots: Sequence
     return runs, results, notes
 
 
-def _queries_summary(path: Path, queries: Sequence[Query]) -> dict[str, Any]:
-    """The report's ``queries`` block: path, count, count per kind (first-seen order)."""
+def _queries_summary(path: Path, queries: Sequence[Query], corpus: Path) -> dict[str, Any]:
+    """The report's ``queries`` block: path, count, count per kind (first-seen order),
+    and per kind the content-word overlap of the questions with their answer documents
+    (:mod:`memlens.core.bench.overlap`: mean, and how many questions are over 0.30), so
+    a set whose "paraphrases" reuse the answer's words shows itself."""
     kinds: list[str] = []
     for q in queries:
         if q.kind not in kinds:
             kinds.append(q.kind)
+    vocab: dict[tuple[str, str], frozenset[str] | None] = {}
+    per_kind: dict[str, list[float | None]] = {k: [] for k in kinds}
+    for q in queries:
+        key = (q.repository, q.path)
+        if key not in vocab:
+            try:
+                text = (corpus / q.repository / "memory" / q.path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = None  # a missing answer is reported by _locate_targets
+            vocab[key] = None if text is None else ov.word_set(text)
+        words = vocab[key]
+        per_kind[q.kind].append(None if words is None else ov.overlap(q.query, words))
+    overlap = {}
+    for k, vals in per_kind.items():
+        m = ov.mean(vals)
+        overlap[k] = {"mean": None if m is None else round(m, 3),
+                      "over_0_30": sum(1 for v in vals if v is not None and v > 0.30)}
     return {"path": display_path(path), "count": len(queries),
             "kinds": {k: sum(1 for q in queries if q.kind == k) for k in kinds},
-            "null_heading": sum(1 for q in queries if q.heading is None)}
+            "null_heading": sum(1 for q in queries if q.heading is None),
+            "overlap": overlap}
 
 
 def _add_embed_totals(embedders_json: Sequence[dict[str, Any]], slots: Sequence[EmbedderSlot],
@@ -320,7 +342,7 @@ def run_bench(opts: BenchOptions, progress: ProgressFn | None = None,
         "kind": "relevance",
         "command": opts.command,
         "corpus": {"path": display_path(opts.corpus), **_corpus_stats(roots)},
-        "queries": _queries_summary(opts.queries, queries),
+        "queries": _queries_summary(opts.queries, queries, opts.corpus),
         "settings": {"modes": modes, "eval_k": EVAL_K, "fetch_k": FETCH_K,
                      "per_document": opts.per_document, "clock": "fixed",
                      "install_key": "fixed", "doc_level": "hits deduplicated by document "
