@@ -43,6 +43,8 @@ from .search_hits import SearchHit as SearchHit
 from .search_hits import SearchResult as SearchResult
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
     from .embedding import Embedder
     from .lexical_cache import LexicalCache
@@ -178,16 +180,23 @@ def _vector_knn(conn: apsw.Connection, res: SearchResult, query: str, embedder: 
     if not space:
         res.notes.append("no vectors for this embedder yet; run `memlens project`")
         return list
-    q = np.asarray(embedder.embed_query(query), dtype=np.float32)
-    if q.shape != (embedder.dim,) or not np.any(q):
-        return list
+
+    def embed() -> npt.NDArray[np.float32] | None:
+        v = np.asarray(embedder.embed_query(query), dtype=np.float32)
+        return v if v.shape == (embedder.dim,) and np.any(v) else None
+
     kk = max(1, min(int(k), VEC_K_MAX))
     if matrix is not None:
-        later = matrix.knn_later(conn, str(space), embedder.dim, embedder.metric, q, kk,
+        # In the background the query is embedded on the matrix's worker as well, so
+        # hybrid's FTS5 ranking runs meanwhile instead of after it.
+        later = matrix.knn_later(conn, str(space), embedder.dim, embedder.metric, embed, kk,
                                  repository=repository, doc_type=doc_type,
                                  background=background)
         if later is not None:
             return later
+    q = embed()
+    if q is None:
+        return list
     fsql, fparams = _filters(repository, doc_type, alias="")
     params: list[Any] = [q.tobytes(), kk, *fparams]
     found = [(int(r["node_id"]), float(r["distance"])) for r in rows(

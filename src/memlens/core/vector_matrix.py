@@ -352,24 +352,33 @@ class VectorMatrixCache:
         return entry.knn(query, k, entry.allowed(conn, repository, doc_type))
 
     def knn_later(self, conn: apsw.Connection, space: str, dim: int, metric: str,
-                  query: npt.NDArray[np.float32], k: int, *, repository: str | None = None,
+                  query: npt.NDArray[np.float32] | Callable[[], npt.NDArray[np.float32] | None],
+                  k: int, *, repository: str | None = None,
                   doc_type: str | None = None, background: bool = False,
                   ) -> Callable[[], list[tuple[int, float]]] | None:
         """Like :meth:`knn`, as a callable giving the result; with ``background`` the
         scan runs on this cache's worker thread meanwhile (the fingerprint check and
-        any SQL stay on the caller's thread, inside its transaction)."""
+        any SQL stay on the caller's thread, inside its transaction). ``query`` may be
+        a callable giving the vector (``None``: no neighbours): it is then called on the
+        worker too, so a query embedding overlaps the caller's own work (hybrid's FTS5
+        ranking); its exception is raised by the returned callable."""
         entry = self.get(conn, space, dim, metric)
         if entry is None:
             return None
         rows_idx = entry.allowed(conn, repository, doc_type)
+
+        def scan() -> list[tuple[int, float]]:
+            q = query() if callable(query) else query
+            return [] if q is None else entry.knn(q, k, rows_idx)
+
         if not background:
-            found = entry.knn(query, k, rows_idx)
+            found = scan()
             return lambda: found
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1,
                                                 thread_name_prefix="memlens-vectors")
-            fut = self._pool.submit(entry.knn, query, k, rows_idx)
+            fut = self._pool.submit(scan)
         return fut.result
 
     def warm(self, conn: apsw.Connection, space: str, dim: int, metric: str) -> bool:
