@@ -96,10 +96,19 @@ def test_nonsense_query_presents_no_matches(two_projects: dict[str, Any]) -> Non
 
 def test_fusion_flag_and_config(two_projects: dict[str, Any], tmp_path: Path) -> None:
     db = two_projects["db"]
-    for fusion in ("convex", "minmax", "zscore", "rrf"):
+    for fusion in ("adaptive", "convex", "minmax", "zscore", "rrf"):
         res = _json(run_cli("search", "deploy checklist", "--db", db, "--json",
                             "--fusion", fusion, env=HASHING))
         assert res["hits"], fusion
+        assert res["fusion"]["method"] == fusion
+        assert ("lexical_share" in res["fusion"]) == (fusion == "adaptive")
+    # an integer where a float is expected is range-checked too (it once skipped the checks)
+    for line in ("adapt_top = 0", "adapt_knee = -1", 'adapt_power = "x"', "lexical_weight = -1"):
+        cfg = tmp_path / "adapt.toml"
+        cfg.write_text(f"[search]\n{line}\n", encoding="utf-8")
+        proc = run_cli("search", "x", "--db", db, "--config", str(cfg), env=HASHING)
+        err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 2 and len(err) == 1 and "search." + line.split()[0] in err[0], proc.stderr
     bad = run_cli("search", "x", "--db", db, "--fusion", "bogus", env=HASHING)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     cfg = tmp_path / "bad.toml"

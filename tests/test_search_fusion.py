@@ -159,3 +159,50 @@ def test_embedder_failure_degrades_to_lexical(svc: MemoryService) -> None:
     lex = search_mod.search(svc.conn(), "busy_timeout", mode="lexical", k=5)
     assert [h.node_id for h in res.hits][:1] == [h.node_id for h in lex.hits][:1]
     assert "notes" in res.as_json()
+
+
+def test_adaptive_weight_follows_the_lexical_share(svc: MemoryService) -> None:
+    """Adaptive fusion reports the share of the question its best lexical candidates hold
+    and the lexical weight it gave: a keyword question keeps the full weight; the same
+    keyword among words the memory never uses gets a smaller one; JSON carries both."""
+    conn = svc.conn()
+    opts = {"fusion": "adaptive", "adapt_knee": 0.6, "adapt_power": 2.0, "adapt_top": 3}
+    key = search_mod.search(conn, "busy_timeout SQLite connections", mode="hybrid",
+                            embedder=svc.embedder, fusion_options=opts)
+    assert key.fusion is not None and key.fusion["method"] == "adaptive"
+    assert key.fusion["lexical_share"] >= 0.6 and key.fusion["lexical_weight"] == 1.0
+    vague = search_mod.search(conn, "sqlite wibblefrotz quorpleness zanthic blorvish",
+                              mode="hybrid", embedder=svc.embedder, fusion_options=opts)
+    assert vague.fusion is not None
+    share = vague.fusion["lexical_share"]
+    assert 0.0 < share < 0.6
+    assert vague.fusion["lexical_weight"] == pytest.approx((share / 0.6) ** 2, abs=1e-4)
+    j = vague.as_json()
+    assert j["fusion"]["method"] == "adaptive" and "lexical_share" in j["fusion"]
+    assert search_mod.search(conn, "busy_timeout", mode="lexical").as_json()["fusion"] is None
+
+
+def test_adaptive_with_a_low_share_leans_on_the_vector_side(svc: MemoryService) -> None:
+    """When the lexical share is low the fused order is (nearly) the vector order: the
+    first hit is the vector side's first, not bm25's."""
+    conn = svc.conn()
+    q = "sqlite wibblefrotz quorpleness zanthic blorvish"
+    low = search_mod.search(conn, q, mode="hybrid", embedder=svc.embedder,
+                            fusion_options={"fusion": "adaptive", "adapt_power": 8.0})
+    lex = search_mod.search(conn, q, mode="lexical")
+    vec = search_mod.search(conn, q, mode="vector", embedder=svc.embedder)
+    assert low.fusion is not None and low.fusion["lexical_weight"] < 0.01
+    assert low.hits[0].node_id == vec.hits[0].node_id
+    full = search_mod.search(conn, q, mode="hybrid", embedder=svc.embedder,
+                             fusion_options={"fusion": "adaptive", "adapt_knee": 1e-6,
+                                             "vector_weight": 0.0})
+    assert full.hits[0].node_id == lex.hits[0].node_id  # knee ~0: the lexical order
+
+
+def test_adaptive_degrades_to_lexical_when_the_embedder_is_down(svc: MemoryService) -> None:
+    res = search_mod.search(svc.conn(), "busy_timeout", mode="hybrid",
+                            embedder=cast(Embedder, _Failing(svc.embedder)),
+                            fusion_options={"fusion": "adaptive"})
+    assert res.hits and any("embedder unavailable" in n for n in res.notes)
+    lex = search_mod.search(svc.conn(), "busy_timeout", mode="lexical")
+    assert [h.node_id for h in res.hits[:3]] == [h.node_id for h in lex.hits[:3]]

@@ -325,7 +325,7 @@ def _line_of(text: str, key: str) -> int | None:
 def _coerce(key: str, value: Any, where: str) -> Any:
     typ, _ = _SCHEMA[key]
     if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        value = float(value)  # and range-checked below (an integer skipped the checks)
     if typ is int and isinstance(value, bool):
         raise ConfigError(f"{where}: `{key}` must be an integer, got {value!r}")
     if not isinstance(value, typ):
@@ -366,11 +366,14 @@ def _check_value(key: str, value: Any, where: str) -> None:
                           f" got {value!r}")
     if key in ("search.candidates", "search.adapt_top") and (
             not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{where}: `search.candidates` must be at least 1, got {value!r}")
+        raise ConfigError(f"{where}: `{key}` must be at least 1, got {value!r}")
     if key in ("search.lexical_weight", "search.vector_weight", "search.rrf_k",
                "search.adapt_power") and (
             not isinstance(value, (int, float)) or value < 0):
         raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
+    if key == "search.adapt_knee" and (
+            not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1):
+        raise ConfigError(f"{where}: `search.adapt_knee` must be a number in (0, 1], got {value!r}")
 
 
 def _parse_env(key: str, raw: str, var: str | None = None) -> Any:
