@@ -234,6 +234,10 @@ class IngestOutcome:
                              "stale": q.get("stale", 0)}
         if "stopped" not in out and self.projection and self.projection.stopped:
             out["stopped"] = self.projection.stopped
+        vec = self.projection.vectors if self.projection else None
+        if vec is not None:  # stage 2 (issue 37) ran in this ingest
+            out["vectors"] = {"embedded": vec.embedded, "written": vec.written,
+                              "waiting": vec.waiting, "error": vec.error}
         return out
 
 
