@@ -278,7 +278,8 @@ class ServiceReads(ServiceBase):
                               " IS NOT NULL") or 0)
         nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
         return Stats(db=str(self.db_path), documents=docs, tombstoned=tomb, chunks=nodes,
-                     queue=proj.pending_count(conn), embedder=self.embedder_label())
+                     queue=proj.pending_count(conn), embedder=self.embedder_label(),
+                     vectors_waiting=proj.vectors_waiting(conn))
 
     def embedder_label(self) -> str:
         """Short embedder description, or the reason it is unavailable."""

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .preview import QueryEffect as QueryEffect
     from .projection import ProjectionOutcome as ProjectionOutcome
     from .projection import ProjectionReport as ProjectionReport
+    from .projection import VectorReport as VectorReport
     from .search import MODES as MODES
     from .search import NO_WORD_NOTE as NO_WORD_NOTE
     from .search import SearchError as SearchError
@@ -95,6 +96,7 @@ _LAZY: dict[str, str] = {
     'QueryEffect': '.preview',
     'ProjectionOutcome': '.projection',
     'ProjectionReport': '.projection',
+    'VectorReport': '.projection',
     'MODES': '.search',
     'NO_WORD_NOTE': '.search',
     'SearchError': '.search',
@@ -126,7 +128,7 @@ __all__ = [
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
-    "UsageError", "WatchEvent", "WatchSettings",
+    "UsageError", "VectorReport", "WatchEvent", "WatchSettings",
 ]
 
 

@@ -164,11 +164,13 @@ class Stats:
     chunks: int
     queue: dict[str, int]
     embedder: str
+    vectors_waiting: int = 0  # documents searchable by words whose vectors are not all in
 
     def as_dict(self) -> dict[str, Any]:
         """The dict form (what ``MemoryService.stats`` used to return)."""
         return {"db": self.db, "documents": self.documents, "tombstoned": self.tombstoned,
-                "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder}
+                "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder,
+                "vectors_waiting": self.vectors_waiting}
 
 
 @dataclass(frozen=True)
