@@ -99,11 +99,11 @@ def _snapshot_checks(conn: apsw.Connection, check: Callable[[str], None],
         pending = int(scalar(conn, "SELECT COALESCE(SUM(vector_total - vector_done), 0) FROM"
                              " memory_documents d WHERE vector_done < vector_total AND EXISTS"
                              " (SELECT 1 FROM knowledge_nodes k WHERE k.document_id=d.id"
-                             " AND k.vector_space=?)", (sp["name"],)) or 0)
+                             " AND +k.vector_space=?)", (sp["name"],)) or 0)
         capped_all = int(scalar(conn, "SELECT COALESCE(SUM(vector_capped), 0) FROM"
                                 " memory_documents d WHERE vector_capped > 0 AND EXISTS"
                                 " (SELECT 1 FROM knowledge_nodes k WHERE k.document_id=d.id"
-                                " AND k.vector_space=?)", (sp["name"],)) or 0)
+                                " AND +k.vector_space=?)", (sp["name"],)) or 0)
         if orphan_vecs:
             problems.append(Problem("vectors", f"{orphan_vecs} orphan vector rows in space "
                                     f"{sp['name']} ({sp['fingerprint']})"))

@@ -772,7 +772,7 @@ def _vector_docs(conn: apsw.Connection, space: str, limit: int,
     return rows(conn, "SELECT d.id, d.vector_total - d.vector_done AS todo FROM memory_documents d"
                 " WHERE d.vector_done < d.vector_total AND d.tombstoned_at IS NULL"
                 " AND EXISTS (SELECT 1 FROM knowledge_nodes k WHERE k.document_id=d.id"
-                "   AND k.vector_space=?) AND (? OR d.vector_next_attempt_at IS NULL"
+                "   AND +k.vector_space=?) AND (? OR d.vector_next_attempt_at IS NULL"
                 "   OR d.vector_next_attempt_at<=?)" + extra +
                 " ORDER BY d.vector_total - d.vector_done, d.projection_updated_at DESC, d.id"
                 " LIMIT ?", (*args, limit))
@@ -791,7 +791,7 @@ def _vector_slice(conn: apsw.Connection, space: str, limit: int,
     for d in _vector_docs(conn, space, limit, document_ids, now, force):
         want = min(int(d["todo"]), limit - len(picked))
         got = rows(conn, "SELECT k.id, k.document_id, k.repository, k.doc_type, k.text"
-                   " FROM knowledge_nodes k WHERE k.document_id=? AND k.vector_space=?"
+                   " FROM knowledge_nodes k WHERE k.document_id=? AND +k.vector_space=?"
                    f" AND NOT EXISTS (SELECT 1 FROM {vt} v WHERE v.node_id=k.id)"
                    " ORDER BY k.ordinal LIMIT ?", (d["id"], space, want))
         picked.extend(got)
