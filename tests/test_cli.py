@@ -31,7 +31,9 @@ def test_ingest_search_docs_history_doctor(tmp_path: Path, corpus_copy: Path) ->
     """The whole loop over the bundled corpus, through the CLI, JSON shapes included."""
     db = str(tmp_path / "m.db")
     out = _json(run_cli("ingest", str(corpus_copy), "--db", db, "--json", env=ENV))
-    assert set(out) == {"created", "updated", "renamed", "deleted", "unchanged", "failed", "projection"}
+    assert set(out) == {"created", "updated", "renamed", "deleted", "unchanged", "failed", "projection",
+                        "vectors"}
+    assert out["vectors"]["waiting"] == 0 and out["vectors"]["error"] is None
     assert out["created"] >= 25 and out["failed"] == []
     assert set(out["projection"]) == {"ready", "pending", "failed", "stale"}
     assert out["projection"]["pending"] == 0 and out["projection"]["ready"] == out["created"]

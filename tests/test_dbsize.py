@@ -63,7 +63,7 @@ def test_upgrade_from_v6_loses_nothing(tmp_path: Path, make_service: Any) -> Non
     shutil.copyfile(DATA / "dbsize_v6.db", db)
     want = json.loads((DATA / "dbsize_v6.json").read_text(encoding="utf-8"))
     conn = dbm.connect(db)
-    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION == 8
+    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION == 9  # v9 (issue 37) follows on
 
     def q(sql: str) -> list[list[object]]:
         return [list(r) for r in conn.execute(sql)]

@@ -83,7 +83,7 @@ def test_injected_failure_in_swap_keeps_old_results(make_service: Any, tree: Any
     tree.write("a.md", "# Alpha\n\nCompletely new words about kites.\n")
 
     def boom(step: str) -> None:
-        if step == "projection.vector":
+        if step == "projection.junction":
             raise faults.InjectedFault(step)
 
     faults.set_hook(boom)
@@ -230,41 +230,51 @@ class FlakyEmbedder:
 
 
 def test_status_transitions_and_backoff(make_service: Any, tree: Any, clock: Any) -> None:
-    """pending -> failed (nothing active) -> back-off -> ready; later failures -> stale."""
+    """Two stages (issue 37): a broken embedder does not hold back the words. The nodes
+    swap in (ready, searchable lexically); the vector stage fails -> back-off -> ready."""
     emb = FlakyEmbedder()
     svc = make_service(embedder=emb)
     tree.write("a.md", ALPHA)
     _ingest(svc, tree, project=False)
     assert _doc(svc, None, "a.md")["projection"]["status"] == "pending"
     emb.broken = True
-    svc.project()
+    rep = svc.project()
+    assert rep.vectors is not None and "unreachable" in (rep.vectors.error or "")
     d = _doc(svc, None, "a.md")
-    assert d["projection"]["status"] == "failed"
-    assert d["projection"]["attempts"] == 1
-    assert "unreachable" in d["projection"]["error"]
-    first_next = d["projection"]["next_attempt_at"]
+    assert d["projection"]["status"] == "ready"
+    v = d["projection"]["vectors"]
+    assert v["status"] == "failed" and v["attempts"] == 1 and "unreachable" in v["error"]
+    assert v["done"] == 0 and v["total"] >= 1
+    assert _paths(svc, "busy_timeout") == ["a.md"]  # by its words, at once
+    first_next = v["next_attempt_at"]
     assert first_next > clock.t
     # Not due yet: nothing is attempted.
     rep = svc.project()
-    assert rep.outcomes == []
+    assert rep.outcomes == [] and rep.vectors is not None and rep.vectors.slices == 0
+    assert _doc(svc, None, "a.md")["projection"]["vectors"]["attempts"] == 1
     clock.advance(10)
     svc.project()
-    d = _doc(svc, None, "a.md")
-    assert d["projection"]["attempts"] == 2
-    assert d["projection"]["next_attempt_at"] - clock.t > first_next - (clock.t - 10) - 1
+    v = _doc(svc, None, "a.md")["projection"]["vectors"]
+    assert v["attempts"] == 2
+    assert v["next_attempt_at"] - clock.t > first_next - (clock.t - 10) - 1
+    assert svc.doctor()[1] == []  # waiting for vectors is not a problem
     emb.broken = False
     clock.advance(3600)
     svc.project()
     d = _doc(svc, None, "a.md")
-    assert d["projection"]["status"] == "ready" and d["projection"]["attempts"] == 0
-    # An update that fails to project is stale: the old projection stays searchable.
+    v = d["projection"]["vectors"]
+    assert d["projection"]["status"] == "ready" and v["status"] == "ready"
+    assert v["done"] == v["total"] >= 1 and v["error"] is None and v["attempts"] == 0
+    # An update whose vectors fail is searchable by its new words at once.
     tree.write("a.md", BETA)
     emb.broken = True
     _ingest(svc, tree)
     d = _doc(svc, None, "a.md")
-    assert d["projection"]["status"] == "stale"
-    assert _paths(svc, "busy_timeout") == ["a.md"]
-    assert _paths(svc, "staging") == []
+    assert d["projection"]["status"] == "ready"
+    assert d["projection"]["vectors"]["status"] == "failed"
+    assert _paths(svc, "staging") == ["a.md"]
+    assert _paths(svc, "busy_timeout") == []
+    assert svc.doctor()[1] == []
 
 
 def test_processing_status_visible_during_projection(make_service: Any, tree: Any) -> None:

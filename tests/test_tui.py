@@ -74,12 +74,18 @@ class FlakyEmbedder:
         self.version = self.base.version
         self.healthy = False
         self.query_down = False  # True: queries fail as if the embedding service were down
+        # True: the service cannot even say what it is, so stage 1 of a projection fails
+        # (since issue 37 the nodes swap in without an embed call; refusing texts fails
+        # only their vectors)
+        self.down = False
 
     @property
     def dim(self) -> int:
         return int(self.base.dim)
 
     def fingerprint(self) -> str:
+        if self.down and not self.healthy:
+            raise EmbeddingError("the embedding service refused the batch (injected test fault)")
         return str(self.base.fingerprint())
 
     def embed_query(self, text: str) -> Any:
@@ -169,7 +175,12 @@ def build_scenario(tmp_path: Path, clock: Clock, make_service: Callable[..., Any
         f.write(f"\n## Token rotation\n\nRotate signing keys quarterly. {MARK}\n")
     (projects / ORCHARD / "memory" / "flaky-notes.md").write_text(
         f"# Flaky notes\n\nThe nightly export is {MARK} on Mondays.\n", encoding="utf-8")
-    svc.ingest(roots)
+    svc.ingest(roots, project=False)
+    flaky = [sc.doc_id(TIDEWATER, "auth.md"), sc.doc_id(ORCHARD, "flaky-notes.md")]
+    svc.project([d for d in svc.queued_document_ids() if d not in flaky])
+    embedder.down = True  # their projection fails as a whole: stale / failed
+    svc.project(flaky)
+    embedder.down = False
     clock.advance(60)
     (projects / ORCHARD / "memory" / "queued-notes.md").write_text(
         "# Queued notes\n\nStored durably, not projected yet.\n", encoding="utf-8")
@@ -647,6 +658,7 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         assert "failed" in text and "next retry" in text and "attempts         1" in text
         assert "current revision #" in text  # the widest label is not glued to its value
         # Still failing: a notification says why and the attempt count goes up.
+        scenario.embedder.down = True  # the service is still down
         await pilot.press("r")
         await settle(pilot)
         assert document_dict(scenario.service, failed)["projection"]["attempts"] == 2

@@ -126,6 +126,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "limits.max_chunks_per_file": (int, 5000),
     "projection.retry_base_seconds": (float, 5.0),
     "projection.retry_max_seconds": (float, 3600.0),
+    "projection.max_vectors_per_document": (int, 256),
     # [search]: the defaults are SearchSettings' own (one place).
     "search.fusion": (str, SearchSettings.fusion),
     "search.lexical_weight": (float, SearchSettings.lexical_weight),
@@ -260,8 +261,10 @@ class Settings:
         from .config_sections import ProjectionSettings
 
         v = self.values
-        return ProjectionSettings(retry_base_seconds=float(v["projection.retry_base_seconds"]),
-                                  retry_max_seconds=float(v["projection.retry_max_seconds"]))
+        return ProjectionSettings(
+            retry_base_seconds=float(v["projection.retry_base_seconds"]),
+            retry_max_seconds=float(v["projection.retry_max_seconds"]),
+            max_vectors_per_document=int(v["projection.max_vectors_per_document"]))
 
     @property
     def search(self) -> SearchSettings:
@@ -352,7 +355,8 @@ def _check_value(key: str, value: Any, where: str) -> None:
     if key == "chunker.max_tokens" and (not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}: `chunker.max_tokens` must be a positive integer, got {value!r}")
     if key in ("chunker.overlap_tokens", "chunker.min_tokens", "watch.debounce_ms",
-               "retention.max_revisions", "retention.max_age_days", "search.history") and (
+               "retention.max_revisions", "retention.max_age_days", "search.history",
+               "projection.max_vectors_per_document") and (
             not isinstance(value, int) or value < 0):
         raise ConfigError(f"{where}: `{key}` must be an integer >= 0, got {value!r}")
     if key == "search.fusion" and value not in FUSION_CHOICES:

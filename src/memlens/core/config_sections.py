@@ -65,7 +65,9 @@ class LimitsSettings:
 
 @dataclass(frozen=True)
 class ProjectionSettings:
-    """``[projection]``: retry back-off of failed projections."""
+    """``[projection]``: retry back-off of failed projections; the cap on vectors embedded
+    afresh per document revision (0: none; see ``projection.MAX_VECTORS_PER_DOCUMENT``)."""
 
     retry_base_seconds: float
     retry_max_seconds: float
+    max_vectors_per_document: int = 256

@@ -341,5 +341,28 @@ DOC_CONTENT_SQL = (
 """The content of document ``d`` (a ``memory_documents`` alias) in SQL, schema v8: its
 current revision's snapshot, or for a tombstoned document the content it had last."""
 
+# v9: two-stage projection (issue 37). A document's nodes and FTS rows (stage 1) swap in as
+# soon as it is chunked; its vectors (stage 2) follow in slices. ``vector_total`` is how many
+# of its active nodes are to have a vector (all of them, up to the per-document cap of
+# ``[projection] max_vectors_per_document`` fresh embeddings), ``vector_done`` how many have
+# one; ``vector_capped`` how many nodes the cap left without one. A failing embedder is
+# recorded in ``vector_error`` / ``vector_attempts`` / ``vector_next_attempt_at`` (back-off)
+# while the nodes stay lexically searchable. Before v9 every node had its vector: total and
+# done are the node count. The partial index finds the documents whose vectors wait.
+_SCHEMA_V9 = """
+ALTER TABLE memory_documents ADD COLUMN vector_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memory_documents ADD COLUMN vector_done INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memory_documents ADD COLUMN vector_capped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memory_documents ADD COLUMN vector_updated_at REAL;
+ALTER TABLE memory_documents ADD COLUMN vector_error TEXT;
+ALTER TABLE memory_documents ADD COLUMN vector_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE memory_documents ADD COLUMN vector_next_attempt_at REAL;
+UPDATE memory_documents SET vector_total = k.n, vector_done = k.n FROM (
+    SELECT document_id, COUNT(*) AS n FROM knowledge_nodes GROUP BY document_id) k
+    WHERE k.document_id = memory_documents.id;
+CREATE INDEX idx_documents_vectors_waiting ON memory_documents(vector_total - vector_done)
+    WHERE vector_done < vector_total;
+"""
+
 MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6,
-                         _SCHEMA_V7, _SCHEMA_V8]
+                         _SCHEMA_V7, _SCHEMA_V8, _SCHEMA_V9]

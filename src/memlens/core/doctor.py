@@ -73,18 +73,43 @@ def _snapshot_checks(conn: apsw.Connection, check: Callable[[str], None],
         orphan_vecs = int(scalar(
             conn, f"SELECT COUNT(*) FROM {t} WHERE node_id NOT IN (SELECT id FROM knowledge_nodes)"
         ) or 0)
-        missing = int(scalar(
-            conn, f"SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space=? AND id NOT IN"
-            f" (SELECT node_id FROM {t})", (sp["name"],)) or 0)
+        # Two-stage projection (issue 37): a node without a vector is normal while its
+        # document's vector stage is pending (vector_done < vector_total) or when the
+        # per-document cap left it out (vector_capped); the counts must match the rows.
+        have_sql = (f"SELECT k.document_id AS doc, COUNT(*) AS n, SUM(k.id IN (SELECT node_id"
+                    f" FROM {t})) AS have FROM knowledge_nodes k WHERE k.vector_space=?"
+                    " GROUP BY k.document_id")
+        missing = 0
+        for r in rows(conn, "SELECT c.doc, c.n, c.have, d.logical_path, d.vector_done,"
+                      " d.vector_total, d.vector_capped FROM (" + have_sql + ") c"
+                      " JOIN memory_documents d ON d.id=c.doc", (sp["name"],)):
+            n, have = int(r["n"]), int(r["have"] or 0)
+            done, total, capped = (int(r["vector_done"]), int(r["vector_total"]),
+                                   int(r["vector_capped"]))
+            where = f"{r['logical_path']} (document {r['doc']})"
+            if have != done:
+                problems.append(Problem("vectors", f"{where}: records {done} vectors, has {have}"))
+            elif done >= total and n - have != capped:
+                missing += n - have - capped
+                problems.append(Problem("vectors", f"{where}: vector stage done but "
+                                        f"{n - have - capped} node(s) lack a vector"))
+            elif total + capped != n:
+                problems.append(Problem("vectors", f"{where}: {total} planned + {capped} capped"
+                                        f" vectors for {n} nodes"))
+        pending = int(scalar(conn, "SELECT COALESCE(SUM(vector_total - vector_done), 0) FROM"
+                             " memory_documents d WHERE vector_done < vector_total AND EXISTS"
+                             " (SELECT 1 FROM knowledge_nodes k WHERE k.document_id=d.id"
+                             " AND +k.vector_space=?)", (sp["name"],)) or 0)
+        capped_all = int(scalar(conn, "SELECT COALESCE(SUM(vector_capped), 0) FROM"
+                                " memory_documents d WHERE vector_capped > 0 AND EXISTS"
+                                " (SELECT 1 FROM knowledge_nodes k WHERE k.document_id=d.id"
+                                " AND +k.vector_space=?)", (sp["name"],)) or 0)
         if orphan_vecs:
             problems.append(Problem("vectors", f"{orphan_vecs} orphan vector rows in space "
                                     f"{sp['name']} ({sp['fingerprint']})"))
-        if missing:
-            problems.append(Problem("vectors", f"{missing} nodes without a vector in space "
-                                    f"{sp['name']}"))
-        if n_vec != n_nodes and not orphan_vecs and not missing:
-            problems.append(Problem("vectors", f"space {sp['name']}: {n_vec} vectors vs "
-                                    f"{n_nodes} nodes"))
+        if n_vec + pending + capped_all != n_nodes and not orphan_vecs and not missing:
+            problems.append(Problem("vectors", f"space {sp['name']}: {n_vec} vectors,"
+                                    f" {pending} pending, {capped_all} capped vs {n_nodes} nodes"))
     unknown = int(scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes WHERE vector_space IS NOT NULL"
                          " AND vector_space NOT IN (SELECT name FROM vector_spaces)") or 0)
     if unknown:

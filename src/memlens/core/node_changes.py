@@ -31,6 +31,28 @@ def fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
     return (space, int(seq or 0), int(count or 0))
 
 
+def vector_fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
+    """:func:`fingerprint` for a cache of *vectors*: since the two-stage projection
+    (issue 37) vectors are also added to existing nodes (stage 2), and each such commit
+    bumps ``meta.vector_generation``. It is added to ``seq``: both only grow, so any node
+    insert or vector slice moves the sum and any delete moves the count."""
+    row = conn.execute(
+        "SELECT (SELECT seq FROM sqlite_sequence WHERE name='knowledge_nodes'),"
+        " (SELECT COUNT(*) FROM knowledge_nodes),"
+        " (SELECT CAST(value AS INTEGER) FROM meta WHERE key='vector_generation')").fetchone()
+    seq, count, gen = (row if row is not None else (None, None, None))
+    return (space, int(seq or 0) + int(gen or 0), int(count or 0))
+
+
+def vectors_waiting(conn: apsw.Connection) -> int:
+    """Live documents whose vectors are not all written yet (stage 2 of the projection
+    still to run); they are searchable lexically meanwhile. Uses the partial index
+    ``idx_documents_vectors_waiting``."""
+    row = conn.execute("SELECT COUNT(*) FROM memory_documents WHERE vector_done < vector_total"
+                       " AND tombstoned_at IS NULL").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
 def encode(values: Iterable[object], n: int) -> tuple[Any, dict[str, int]]:
     """Dictionary-encode ``n`` values (``None`` as ``""``): int32 codes and the code
     of each distinct value."""

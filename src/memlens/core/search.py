@@ -226,6 +226,17 @@ def _normalise(values: dict[int, float], how: str) -> dict[int, float]:
     return {nid: ((v - lo) / span if span > 1e-12 else 1.0) for nid, v in values.items()}
 
 
+def note_vectors_waiting(conn: apsw.Connection, res: SearchResult) -> None:
+    """Issue 37: documents whose vectors are still being computed (stage 2 of the
+    projection) are found by their words only meanwhile; say how many."""
+    from .node_changes import vectors_waiting
+
+    waiting = vectors_waiting(conn)
+    if waiting:
+        res.notes.append(f"{waiting} document(s) still wait for their vectors:"
+                         " they rank by their words until the vectors are written")
+
+
 def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: int = 10,
            repository: str | None = None, doc_type: str | None = None,
            per_document: int = 2, lexical_weight: float = LEXICAL_WEIGHT,
@@ -285,6 +296,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top)
                  if fusion == "adaptive" else 1.0)
     vec_top = vec_later()
+    if embedder is not None:
+        note_vectors_waiting(conn, res)
     # Candidates are ranked bare (one light read for both lists); only the hits kept
     # after fusion and the cut read their node text.
     known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])

@@ -240,8 +240,14 @@ class MemoryService(ServiceReads):
 
     def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
                 on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
-                ) -> proj.ProjectionReport:
-        """Project pending documents (or the given ones; ``force`` ignores back-off).
+                vectors: bool = True,
+                on_slice: Callable[[proj.VectorReport], None] | None = None,
+                stop: Callable[[], bool] | None = None) -> proj.ProjectionReport:
+        """Project pending documents (or the given ones; ``force`` ignores back-off):
+        stage 1 (nodes and FTS rows: searchable by words at once), then, with
+        ``vectors``, stage 2 (the vectors of every waiting document, or of the given ones,
+        in short slices, smallest first; ``on_slice`` after each, ``stop`` ends it after
+        the current slice; documents queued meanwhile get their stage 1 between slices).
 
         An embedder that cannot answer (connection refused) does not raise here: each
         claimed document records the reason (failed, or stale while an older projection
@@ -250,11 +256,18 @@ class MemoryService(ServiceReads):
         from . import projection as proj
 
         self.mark_embedder_changes()
+        ps = self.settings.projection
         return proj.project_pending(
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
-            retry_base=self.settings.projection.retry_base_seconds,
-            retry_cap=self.settings.projection.retry_max_seconds,
-            on_progress=on_progress)
+            retry_base=ps.retry_base_seconds, retry_cap=ps.retry_max_seconds,
+            on_progress=on_progress, vectors=vectors, cap=ps.max_vectors_per_document,
+            on_slice=on_slice, stop=stop)
+
+    def vectors_waiting(self) -> int:
+        """Live documents whose vectors are still being computed (searchable lexically)."""
+        from . import projection as proj
+
+        return proj.vectors_waiting(self.conn())
 
     def retry(self, doc_id: int) -> proj.ProjectionReport:
         """Retry one document's projection now, ignoring back-off."""
@@ -480,12 +493,14 @@ class MemoryService(ServiceReads):
         reports = []
         for start in range(0, len(ids), max(1, batch)):
             part = ids[start:start + max(1, batch)]
-            rep = self.project(part)
+            rep = self.project(part, vectors=False)  # stage 1: every batch searchable first
             reports.append(rep)
             if on_batch is not None:
                 on_batch(part, rep)
             if rep.stopped:  # a full disk: the rest would fail the same way
-                break
+                return reports
+        rep = self.project()  # stage 2 (and stage 1 of whatever was queued meanwhile)
+        reports.append(rep)
         return reports
 
     def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:

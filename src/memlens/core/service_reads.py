@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 _SUMMARY_SQL = (
     "SELECT d.id, d.repository, d.logical_path, d.projection_status, d.tombstoned_at,"
     " d.current_revision_id, d.active_revision_id, d.source_size, d.doc_name, d.doc_type,"
-    " d.projection_error,"
+    " d.projection_error, d.vector_done, d.vector_total, d.vector_capped, d.vector_error,"
     " (SELECT COUNT(*) FROM memory_chunks c WHERE c.revision_id=d.current_revision_id)"
     "   AS nchunks"
     " FROM memory_documents d"
@@ -40,6 +40,8 @@ _DETAIL_SQL = (
     " d.tombstoned_at, d.current_revision_id, d.active_revision_id, d.projection_status,"
     " d.projection_error, d.projection_attempts, d.projection_started_at,"
     " d.projection_updated_at, d.projection_next_attempt_at, d.observed_at,"
+    " d.vector_done, d.vector_total, d.vector_capped, d.vector_updated_at, d.vector_error,"
+    " d.vector_attempts, d.vector_next_attempt_at,"
     f" {DOC_CONTENT_SQL} AS content FROM memory_documents d WHERE d.id=?")
 
 
@@ -121,7 +123,13 @@ class ServiceReads(ServiceBase):
                 status=r["projection_status"], error=r["projection_error"],
                 attempts=int(r["projection_attempts"] or 0),
                 started_at=r["projection_started_at"], updated_at=r["projection_updated_at"],
-                next_attempt_at=r["projection_next_attempt_at"]),
+                next_attempt_at=r["projection_next_attempt_at"],
+                vectors_done=int(r["vector_done"] or 0),
+                vectors_total=int(r["vector_total"] or 0),
+                vectors_capped=int(r["vector_capped"] or 0),
+                vectors_updated_at=r["vector_updated_at"], vector_error=r["vector_error"],
+                vector_attempts=int(r["vector_attempts"] or 0),
+                vector_next_attempt_at=r["vector_next_attempt_at"]),
             observed_at=r["observed_at"])
 
     def chunks(self, doc_id: int, revision_id: int | None = None) -> list[Chunk]:
@@ -270,7 +278,8 @@ class ServiceReads(ServiceBase):
                               " IS NOT NULL") or 0)
         nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
         return Stats(db=str(self.db_path), documents=docs, tombstoned=tomb, chunks=nodes,
-                     queue=proj.pending_count(conn), embedder=self.embedder_label())
+                     queue=proj.pending_count(conn), embedder=self.embedder_label(),
+                     vectors_waiting=proj.vectors_waiting(conn))
 
     def embedder_label(self) -> str:
         """Short embedder description, or the reason it is unavailable."""

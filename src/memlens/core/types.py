@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .preview import QueryEffect as QueryEffect
     from .projection import ProjectionOutcome as ProjectionOutcome
     from .projection import ProjectionReport as ProjectionReport
+    from .projection import VectorReport as VectorReport
     from .search import MODES as MODES
     from .search import NO_WORD_NOTE as NO_WORD_NOTE
     from .search import SearchError as SearchError
@@ -95,6 +96,7 @@ _LAZY: dict[str, str] = {
     'QueryEffect': '.preview',
     'ProjectionOutcome': '.projection',
     'ProjectionReport': '.projection',
+    'VectorReport': '.projection',
     'MODES': '.search',
     'NO_WORD_NOTE': '.search',
     'SearchError': '.search',
@@ -126,7 +128,7 @@ __all__ = [
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
-    "UsageError", "WatchEvent", "WatchSettings",
+    "UsageError", "VectorReport", "WatchEvent", "WatchSettings",
 ]
 
 
@@ -148,6 +150,20 @@ class DocumentSummary:
     doc_type: str | None
     error: str | None
     headings: list[str] = field(default_factory=list)
+    vectors_done: int = 0  # stage 2: active nodes with a vector
+    vectors_total: int = 0  # ... of those that are to have one (the rest were capped)
+    vectors_capped: int = 0  # nodes left without a vector by [projection] max_vectors_per_document
+    vector_error: str | None = None  # the last stage-2 failure (the embedder), if it failed
+
+    @property
+    def vector_status(self) -> str:
+        """``pending`` while stage 2 still owes this document vectors (it is searchable
+        by its words meanwhile), ``failed`` when its last attempt failed (it is retried
+        after a back-off), ``capped`` when done but some nodes were left out by the
+        cap, else ``ready``."""
+        if self.vectors_done < self.vectors_total:
+            return "failed" if self.vector_error else "pending"
+        return "capped" if self.vectors_capped else "ready"
 
     @classmethod
     def from_row(cls, r: dict[str, Any], headings: list[str] | None = None) -> DocumentSummary:
@@ -160,7 +176,11 @@ class DocumentSummary:
             current_revision_id=r["current_revision_id"],
             active_revision_id=r["active_revision_id"], chunk_count=int(r["nchunks"] or 0),
             size=int(r["source_size"] or 0), name=r["doc_name"], doc_type=r["doc_type"],
-            error=r["projection_error"], headings=headings or [])
+            error=r["projection_error"], headings=headings or [],
+            vectors_done=int(r.get("vector_done") or 0),
+            vectors_total=int(r.get("vector_total") or 0),
+            vectors_capped=int(r.get("vector_capped") or 0),
+            vector_error=r.get("vector_error"))
 
     def as_json(self) -> dict[str, Any]:
         """JSON shape of ``memlens docs --json`` entries."""
@@ -171,6 +191,9 @@ class DocumentSummary:
             "current_revision_id": self.current_revision_id,
             "active_revision_id": self.active_revision_id, "chunks": self.chunk_count,
             "size": self.size, "name": self.name, "type": self.doc_type, "error": self.error,
+            "vectors": {"status": self.vector_status, "done": self.vectors_done,
+                        "total": self.vectors_total, "capped": self.vectors_capped,
+                        "error": self.vector_error},
         }
 
 
@@ -213,6 +236,10 @@ class IngestOutcome:
                              "stale": q.get("stale", 0)}
         if "stopped" not in out and self.projection and self.projection.stopped:
             out["stopped"] = self.projection.stopped
+        vec = self.projection.vectors if self.projection else None
+        if vec is not None:  # stage 2 (issue 37) ran in this ingest
+            out["vectors"] = {"embedded": vec.embedded, "written": vec.written,
+                              "waiting": vec.waiting, "error": vec.error}
         return out
 
 

@@ -48,12 +48,33 @@ class ProjectionState:
     started_at: float | None
     updated_at: float | None
     next_attempt_at: float | None
+    vectors_done: int = 0  # stage 2 (vectors) of the active projection: nodes with a vector
+    vectors_total: int = 0  # nodes that are to have one
+    vectors_capped: int = 0  # nodes left without one by the per-document cap
+    vectors_updated_at: float | None = None
+    vector_error: str | None = None  # the last stage-2 failure, retried after a back-off
+    vector_attempts: int = 0
+    vector_next_attempt_at: float | None = None
+
+    @property
+    def vector_status(self) -> str:
+        """``pending`` (vectors still being computed; searchable by words meanwhile),
+        ``failed`` (the last attempt failed; retried after ``vector_next_attempt_at``),
+        ``capped`` (done, some nodes left out by the cap) or ``ready``."""
+        if self.vectors_done < self.vectors_total:
+            return "failed" if self.vector_error else "pending"
+        return "capped" if self.vectors_capped else "ready"
 
     def as_dict(self) -> dict[str, Any]:
         """The ``projection`` object of a document's dict form."""
         return {"status": self.status, "error": self.error, "attempts": self.attempts,
                 "started_at": self.started_at, "updated_at": self.updated_at,
-                "next_attempt_at": self.next_attempt_at}
+                "next_attempt_at": self.next_attempt_at,
+                "vectors": {"status": self.vector_status, "done": self.vectors_done,
+                            "total": self.vectors_total, "capped": self.vectors_capped,
+                            "updated_at": self.vectors_updated_at, "error": self.vector_error,
+                            "attempts": self.vector_attempts,
+                            "next_attempt_at": self.vector_next_attempt_at}}
 
 
 @dataclass(frozen=True)
@@ -143,11 +164,13 @@ class Stats:
     chunks: int
     queue: dict[str, int]
     embedder: str
+    vectors_waiting: int = 0  # documents searchable by words whose vectors are not all in
 
     def as_dict(self) -> dict[str, Any]:
         """The dict form (what ``MemoryService.stats`` used to return)."""
         return {"db": self.db, "documents": self.documents, "tombstoned": self.tombstoned,
-                "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder}
+                "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder,
+                "vectors_waiting": self.vectors_waiting}
 
 
 @dataclass(frozen=True)

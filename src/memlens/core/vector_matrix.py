@@ -50,7 +50,7 @@ import apsw
 from .db import read_txn, scalar, vec_table_name
 from .node_changes import FilterCodes, encode, filter_mask
 from .node_changes import Fingerprint as Fingerprint
-from .node_changes import fingerprint as fingerprint
+from .node_changes import vector_fingerprint as fingerprint
 
 if TYPE_CHECKING:
     import numpy as np

@@ -336,6 +336,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         else:
             out = svc.start_up(roots, on_change=on_change)
         unprojected = _projection_failures(svc, out.projection)
+        no_vectors = _vector_failures(svc, out.projection)
     finally:
         if progress is not None:
             progress.stop()
@@ -343,6 +344,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     data = out.as_json()
     if unprojected:
         data["projection_failed"] = unprojected
+    if no_vectors:
+        data["vectors_failed"] = no_vectors
     if args.json:
         _print_json(data)
         if data.get("stopped"):
@@ -354,6 +357,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         pj = data["projection"]
         print(f"projection: {pj['ready']} ready, {pj['pending']} pending, {pj['failed']} failed, "
               f"{pj['stale']} stale")
+        if "vectors" in data:
+            vs = data["vectors"]
+            print(f"vectors: {vs['written']} written, {vs['waiting']} document(s) waiting,"
+                  f" {len(no_vectors)} failed")
         for f in data["failed"]:
             _err(f"{f['repository']}/{f['path']}: {f['error']}")
         for w in data.get("warnings", []):
@@ -363,8 +370,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for f in unprojected:
             _err(f"{f['repository']}/{f['path']}: stored, but not searchable yet: {f['error']}"
                  " (memlens project retries it)")
+        for f in no_vectors:
+            _err(f"{f['repository']}/{f['path']}: searchable by its words, but its vectors"
+                 f" failed: {f['error']} (memlens project retries them)")
     # Like `memlens project`: a document this run could not project is a failure (exit 1).
-    failed = data["failed"] or data.get("stopped") or unprojected
+    failed = data["failed"] or data.get("stopped") or unprojected or no_vectors
     return EXIT_FAIL if failed else EXIT_OK
 
 
@@ -380,18 +390,35 @@ def _projection_failures(svc: MemoryService, rep: T.ProjectionReport | None,
              "error": bad[d.id]} for d in svc.document_summaries(list(bad))]
 
 
+def _vector_failures(svc: MemoryService, rep: T.ProjectionReport | None,
+                     ) -> list[dict[str, Any]]:
+    """Documents whose vectors this run could not compute (stage 2; their words are
+    searchable), when the run's vector stage failed."""
+    if rep is None or rep.vectors is None or not rep.vectors.error:
+        return []
+    return [{"document_id": d.id, "repository": d.repository, "path": d.path,
+             "error": d.vector_error} for d in svc.list_documents()
+            if d.vector_status == "failed"]
+
+
 def cmd_project(args: argparse.Namespace) -> int:
     """``memlens project``."""
     svc = _service(args)
     try:
         rep = svc.project(force=args.force)
         q = svc.pending_count()
+        no_vectors = _vector_failures(svc, rep)
     finally:
         svc.close()
     data: dict[str, Any] = {"projected": len(rep.outcomes), "ready": rep.count("ready"),
             "failed": [{"document_id": o.document_id, "error": o.error}
                        for o in rep.outcomes if o.result in ("failed", "stale")],
             "queue": q}
+    if rep.vectors is not None:
+        data["vectors"] = {"embedded": rep.vectors.embedded, "written": rep.vectors.written,
+                           "waiting": rep.vectors.waiting, "error": rep.vectors.error}
+    if no_vectors:
+        data["vectors_failed"] = no_vectors
     if rep.stopped:
         data["stopped"] = rep.stopped
     if args.json:
@@ -407,7 +434,10 @@ def cmd_project(args: argparse.Namespace) -> int:
         for o in rep.outcomes:
             if o.result in ("failed", "stale") and not (rep.stopped and o.disk_full):
                 _err(f"document {o.document_id}: {o.error}")
-    return EXIT_FAIL if data["failed"] or rep.stopped else EXIT_OK
+        for f in no_vectors:
+            _err(f"{f['repository']}/{f['path']}: searchable by its words, but its vectors"
+                 f" failed: {f['error']}")
+    return EXIT_FAIL if data["failed"] or rep.stopped or no_vectors else EXIT_OK
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # annotations only: resolving ``WatchEvent`` or ``FileChange`
         MemoryRoot,
         ProjectionOutcome,
         SearchHit,
+        VectorReport,
         WatchEvent,
     )
 
@@ -123,8 +124,13 @@ def read_detail(svc: MemoryService, doc_id: int, now: float, select_ordinal: int
 
 
 def project_ids(svc: MemoryService, ids: Sequence[int], job: str, post: Post,
-                cancelled: Cancelled, *, force: bool = False) -> tuple[int, int]:
-    """Project documents in batches, posting row updates; returns (ready, not ready)."""
+                cancelled: Cancelled, *, force: bool = False,
+                all_vectors: bool = False) -> tuple[int, int]:
+    """Project documents in batches, posting row updates; returns (ready, not ready).
+
+    Two stages (issue 37): every batch is made searchable by its words first (stage 1),
+    then the vectors follow in short slices (stage 2: of these documents, or with
+    ``all_vectors`` of every document that waits for them), with progress."""
     total = len(ids)
     done = ready = bad = 0
     pending: list[int] = []
@@ -150,10 +156,36 @@ def project_ids(svc: MemoryService, ids: Sequence[int], job: str, post: Post,
         batch = list(ids[start:start + PROJECT_BATCH])
         post(DocumentRowsChanged(svc.document_summaries(batch), processing=True))
         pending.clear()
-        svc.project(batch, force=force, on_progress=progress)
+        svc.project(batch, force=force, on_progress=progress, vectors=False)
         # Every row of the batch leaves "processing", projected or not (back-off).
         post(DocumentRowsChanged(svc.document_summaries(batch)))
+    if not cancelled():
+        project_vectors(svc, None if all_vectors else ids, job, post, cancelled, force=force)
     return ready, bad
+
+
+def project_vectors(svc: MemoryService, ids: Sequence[int] | None, job: str, post: Post,
+                    cancelled: Cancelled, *, force: bool = False) -> None:
+    """Stage 2 of the projection in the worker: vectors in short slices (the embedder
+    releases the GIL while it runs), progress after each slice, the rows refreshed as
+    their documents complete; ``cancelled`` ends it after the current slice."""
+    if not svc.vectors_waiting():
+        return
+    docs = svc.list_documents() if ids is None else svc.document_summaries(ids)
+    left = {d.id for d in docs if d.vectors_done < d.vectors_total}
+    total = sum(d.vectors_total - d.vectors_done for d in docs if d.id in left)
+    last = time.monotonic()
+
+    def on_slice(rep: VectorReport) -> None:
+        nonlocal last
+        post(Progress(job, "vectors", min(rep.written + rep.cached, total) if total else 0,
+                      total or None))
+        if time.monotonic() - last >= ROW_FLUSH_SECONDS:
+            last = time.monotonic()
+            post(DocumentRowsChanged(svc.document_summaries(sorted(left))))
+
+    svc.project(ids, force=force, on_slice=on_slice, stop=cancelled)
+    post(DocumentRowsChanged(svc.document_summaries(sorted(left))))
 
 
 def ingest_durably(svc: MemoryService, roots: Sequence[MemoryRoot], post: Post) -> None:
@@ -184,7 +216,8 @@ def ingest_durably(svc: MemoryService, roots: Sequence[MemoryRoot], post: Post) 
 
 def project_queue(svc: MemoryService, post: Post, cancelled: Cancelled) -> None:
     """Project what the queue holds now, then report."""
-    ready, bad = project_ids(svc, svc.queued_document_ids(), "startup", post, cancelled)
+    ready, bad = project_ids(svc, svc.queued_document_ids(), "startup", post, cancelled,
+                             all_vectors=True)
     post(JobFinished("startup", f"projected {ready} ready, {bad} failed", ok=not bad))
 
 

@@ -6,6 +6,7 @@ its meaning, the last error, attempts and the next retry, plus a retry button.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from textual.app import ComposeResult
@@ -65,7 +66,33 @@ def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: 
     else:
         when = f"{timestamp(nxt)} ({relative(nxt, now)}; back-off after {p['attempts']} failures)"
     parts += row("next retry", when)
+    v = p.get("vectors")
+    if v and not doc["tombstoned"] and (v["total"] or v["capped"]):
+        parts += vector_rows(v, now, row)
     return Content.assemble(*tidy_runs(parts))
+
+
+def vector_rows(v: dict[str, Any], now: float,
+                row: Callable[[str, str, str], list[Any]]) -> list[Any]:
+    """Stage 2 (issue 37): how many of the active nodes have their vector."""
+    status, done, total, capped = v["status"], v["done"], v["total"], v["capped"]
+    text = f"{done:,} of {total:,} written"
+    if status == "pending":
+        text += "  (being computed; found by its words meanwhile)"
+    elif status == "failed":
+        text += "  (failed; found by its words meanwhile)"
+    parts = row("vectors", f"{glyph(status if status != 'capped' else 'ready')} {text}",
+                {"pending": "$text-warning", "failed": "$text-error"}.get(status, ""))
+    if capped:
+        parts += row("", f"{capped:,} more node(s) over [projection] max_vectors_per_document:"
+                     " found by their words only", "$text-warning")
+    if v.get("error"):
+        parts += row("vector error", v["error"], "$text-error")
+        nxt = v.get("next_attempt_at")
+        if nxt:
+            due = "due" if nxt <= now else relative(nxt, now)
+            parts += row("vector retry", f"{timestamp(nxt)} ({due})", "")
+    return parts
 
 
 class ProjectionPanel(VerticalScroll):

@@ -77,6 +77,10 @@ class StatusBar(Static):
             if stale:
                 queue += [" ", (f"{glyph('stale')}{stale}", "$text-warning bold")]
             out.append((1, queue))
+            waiting = int(s.get("vectors_waiting", 0) or 0)
+            if waiting:  # stage 2: searchable by their words, vectors still being computed
+                out.append((2, ["  ", ("vectors ", "$text-muted"),
+                                (f"{waiting:,} waiting", "$text-warning")]))
             out.append((8, ["  ", ("embedder ", "$text-muted"), str(s.get("embedder", "-"))]))
         else:
             out.append((2, [("opening database…", "$text-muted")]))
