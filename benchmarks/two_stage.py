@@ -32,8 +32,9 @@ second once every document is searchable by its words, to leave the CPU to the c
 ``vectors_per_s`` is the vectors written from the first all-lexical poll to the last
 poll, divided by that time. ``--max-seconds`` SIGKILLs the child that long after it
 started (a 10k-file stage 2 takes ~20 minutes; the rate is steady long before). With
-``--floor`` the script then embeds a sample of the same database's node texts (``--floor-
-texts``) with a bare onnxruntime session (``benchmarks/embed_floor.py``: batch 1, sorted
+``--floor`` the script then embeds a sample of the node texts stage 2 embedded in this run
+(``--floor-texts``; stage 2 takes the smallest documents first, so the corpus's other
+chunks are not the same work) with a bare onnxruntime session (``benchmarks/embed_floor.py``: batch 1, sorted
 by length, the same token windows) and with the memlens embedder, interleaved, and prints
 ``ratio`` = stage-2 vectors/s / bare chunks/s, and the memlens embedder's own ratio.
 """
@@ -132,9 +133,17 @@ def floor_ratio(db: Path, n_texts: int, vectors_per_s: float | None) -> dict[str
     from memlens.core.embedders.onnx_minilm import MINILM_MODEL_DIR, OnnxMiniLMEmbedder
 
     conn = dbm.connect(db, readonly=True, migrate=False, create=False)
-    texts = [str(r[0]) for r in conn.execute(
-        "SELECT text FROM knowledge_nodes ORDER BY (id * 2654435761) % 4294967291 LIMIT ?",
-        (n_texts,))]
+    # the texts stage 2 embedded (it takes the smallest documents first, whose chunks are
+    # not a random sample of the corpus's); every node's if none has a vector yet
+    space = conn.execute("SELECT name FROM vector_spaces LIMIT 1").fetchone()
+    sample = "SELECT k.text FROM knowledge_nodes k{} ORDER BY (k.id * 2654435761) % 4294967291 LIMIT ?"
+    texts: list[str] = []
+    if space is not None:
+        vt = dbm.vec_table_name(str(space[0]))
+        texts = [str(r[0]) for r in conn.execute(sample.format(
+            f" WHERE EXISTS (SELECT 1 FROM {vt} v WHERE v.node_id=k.id)"), (n_texts,))]
+    if not texts:
+        texts = [str(r[0]) for r in conn.execute(sample.format(""), (n_texts,))]
     conn.close()
     emb = OnnxMiniLMEmbedder(MINILM_MODEL_DIR)
     emb.embed_documents(texts[:4])
