@@ -412,3 +412,17 @@ def test_cli_bench_usage_errors() -> None:
     assert "unknown strategy 'sentences'" in proc.stderr
     proc = run_cli("bench", "--modes", "fuzzy", "--embedder", "hashing")
     assert proc.returncode == 2 and "unknown search mode" in proc.stderr
+
+
+def test_held_out_sets_with_the_same_file_name_get_distinct_columns() -> None:
+    """Two `queries_hard.jsonl` of two corpora must not both be called `hard`."""
+    from memlens.core.benchrun import _set_names
+
+    def rep(corpus: str, queries: str) -> dict:
+        return {"corpus": {"path": corpus}, "queries": {"path": f"{corpus}/{queries}"}}
+
+    assert _set_names([rep("/x/corpus_validation", "queries.jsonl"),
+                       rep("/x/corpus", "queries_hard.jsonl"),
+                       rep("/x/corpus_validation", "queries_hard.jsonl")]) \
+        == ["val", "corpus/hard", "corpus_validation/hard"]
+    assert _set_names([rep("/x/c", "queries_hard.jsonl")]) == ["hard"]

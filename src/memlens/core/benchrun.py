@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,18 @@ def _set_name(rep: Mapping[str, Any], i: int) -> str:
     return stem.removeprefix("queries_").removeprefix("queries-") or f"set{i}"
 
 
+def _set_names(held_out: Sequence[Mapping[str, Any]]) -> list[str]:
+    """:func:`_set_name` of each held-out set; names that two sets share get their
+    corpus folder's name in front (``corpus/hard``, ``corpus_validation/hard``)."""
+    base = [_set_name(rep, i) for i, rep in enumerate(held_out, 1)]
+    names = list(base)
+    for i, (name, rep) in enumerate(zip(base, held_out, strict=True)):
+        if base.count(name) > 1:
+            folder = Path(str(rep.get("corpus", {}).get("path", ""))).name
+            names[i] = f"{folder}/{name}" if folder else f"{name}{i + 1}"
+    return names
+
+
 def render_train_validation(train: Mapping[str, Any], *held_out: Mapping[str, Any]) -> str:
     """Markdown table: document-level Hit@1 per query kind, the tuning corpus beside each
     held-out set (never tuned on), for every strategy x mode x embedder row the train run
@@ -87,7 +99,7 @@ def render_train_validation(train: Mapping[str, Any], *held_out: Mapping[str, An
     tables = [rows(rep) for rep in sets]
     kinds = [k for k in ("lexical", "paraphrase", "heading", "code")
              if any(k in rep.get("queries", {}).get("kinds", {}) for rep in sets)]
-    names = ["train"] + [_set_name(rep, i) for i, rep in enumerate(held_out, 1)]
+    names = ["train"] + _set_names(held_out)
     head = ["strategy", "mode", "embedder"] + [f"{k} {' / '.join(names)}" for k in kinds]
 
     def where(rep: Mapping[str, Any]) -> str:
