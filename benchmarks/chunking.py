@@ -45,7 +45,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from memlens.core.chunking import DEFAULT_CONFIG, ChunkerConfig, chunk_markdown
+from memlens.core.chunking.chunker import DEFAULT_CONFIG, ChunkerConfig, chunk_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -51,7 +51,7 @@ QUERY = "busy_timeout"
 
 def _memlens() -> list[str]:
     script = Path(sys.executable).with_name("memlens")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.tui.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.cli.main"]
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -101,7 +101,7 @@ print(json.dumps([{"id": r[0], "score": -r[1], "snippet": r[2]} for r in rows]))
 """
 
 
-FULL_CLI = "import sys\nfrom memlens.tui.cli import main\nsys.exit(main())\n"
+FULL_CLI = "import sys\nfrom memlens.cli.main import main\nsys.exit(main())\n"
 """The full CLI, which the console script (``memlens.launch``) hands every command
 line its one-shot lexical search does not take."""
 
@@ -122,7 +122,7 @@ def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     rows.append(("the same, MEMLENS_EMBEDDER=hashing", dict(env, MEMLENS_EMBEDDER="hashing"),
                  search))
     full = [sys.executable, "-c", FULL_CLI, "search", "--mode", "lexical", QUERY, "--db", db]
-    rows.append(("the same through the full CLI (`memlens.tui.cli.main`: argparse, façade)",
+    rows.append(("the same through the full CLI (`memlens.cli.main.main`: argparse, façade)",
                  env, full))
     rows.append(("`memlens docs --db X`, MEMLENS_EMBEDDER unset", env,
                  [*_memlens(), "docs", "--db", db]))

@@ -6,9 +6,9 @@ Usage::
         [--batches 1,4,8,16,32] [--json]
 
 The texts are the node texts stage 2 of the projection embeds: a generated corpus of
-``--files`` files (:func:`memlens.core.bench.generate_corpus`, the real size mix) chunked
+``--files`` files (:func:`memlens.bench.generate_corpus`, the real size mix) chunked
 by the default chunker, each chunk with its heading path
-(:func:`memlens.core.projection.node_text`).
+(:func:`memlens.core.projection.swap.node_text`).
 
 * ``memlens``: ``OnnxMiniLMEmbedder.embed_documents(texts)`` as the projection calls it
   (tokenize, cut into 256-wordpiece windows with a 192 stride, run, mean-pool, average
@@ -39,9 +39,9 @@ from typing import Any
 
 
 def node_texts(n_files: int) -> list[str]:
-    from memlens.core.bench import generate_corpus
-    from memlens.core.chunking import ChunkerConfig
-    from memlens.core.projection import node_text
+    from memlens.bench import generate_corpus
+    from memlens.core.chunking.chunker import ChunkerConfig
+    from memlens.core.projection.swap import node_text
     from memlens.core.service import chunk_file
 
     with tempfile.TemporaryDirectory(prefix="memlens-floor-") as d:

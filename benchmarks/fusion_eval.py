@@ -13,11 +13,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memlens.core import search as search_mod
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search import engine as search_mod
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS: list[tuple[str, dict[str, object]]] = [

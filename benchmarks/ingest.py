@@ -42,11 +42,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlens.core import bench
-from memlens.core.config import load_settings
-from memlens.core.embedding import Embedder, EmbeddingError, make_embedder
+from memlens import bench
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import Embedder, EmbeddingError, make_embedder
+from memlens.core.ingest.sources import roots_for_path
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_COLD_165_S = 1.0

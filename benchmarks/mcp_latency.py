@@ -58,14 +58,14 @@ def build_db(work: Path, env: dict[str, str]) -> Path:
     corpus = work / "corpus"
     shutil.copytree(ROOT / "corpus", corpus, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
     db = work / "bench.db"
-    subprocess.run([sys.executable, "-m", "memlens.tui.cli", "ingest", str(corpus), "--db",
+    subprocess.run([sys.executable, "-m", "memlens.cli.main", "ingest", str(corpus), "--db",
                     str(db)], env=env, check=True, capture_output=True, cwd=work)
     return db
 
 
 def _params(db: Path, env: dict[str, str], cwd: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "memlens.tui.cli", "mcp", "--db", str(db)],
+                                 args=["-m", "memlens.cli.main", "mcp", "--db", str(db)],
                                  env=env, cwd=str(cwd))
 
 

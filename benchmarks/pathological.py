@@ -6,7 +6,7 @@ Usage::
         [--cap 1000000] [--workdir DIR] [--json] [--trace]
 
 For each size it writes one Markdown file into a fresh memory folder and runs the
-real CLI (``python -m memlens.tui.cli ingest FOLDER --db DB --json``: read, redact, chunk,
+real CLI (``python -m memlens.cli.main ingest FOLDER --db DB --json``: read, redact, chunk,
 store, then project: embed, FTS, vectors) in a child process, then reads the
 child's own resource usage (``os.wait4``: ``ru_maxrss``, user + system CPU):
 
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_DB_PER_BYTE = 20.0
 TARGET_RSS_MB_8MIB = 300.0
 MIB = 1024 * 1024
-DEFAULT_CAP = 5000  # memlens.core.ingest.DEFAULT_MAX_CHUNKS_PER_FILE
+DEFAULT_CAP = 5000  # memlens.core.ingest.pipeline.DEFAULT_MAX_CHUNKS_PER_FILE
 _WORDS = ("cache", "deploy", "schema", "retry", "token", "queue", "index", "shard",
           "lease", "quota", "audit", "flag", "build", "trace", "merge", "route")
 _SHORT = ("node", "port", "user", "host", "path", "mode", "size", "role")
@@ -137,7 +137,7 @@ def run_case(work: Path, kind: str, n_bytes: int, embedder: str, cap: int | None
     if neighbour:
         (mem / "ok.md").write_text("# Fine\n\nA small neighbour file.\n", encoding="ascii")
     db = case / "m.db"
-    res = _run_child([sys.executable, "-m", "memlens.tui.cli", "ingest", str(case / "projects"),
+    res = _run_child([sys.executable, "-m", "memlens.cli.main", "ingest", str(case / "projects"),
                       "--db", str(db), "--json"], _env(embedder, cap))
     row: dict[str, Any] = {"kind": kind if cap is not None else f"{kind}@cap", "input_bytes": n_bytes,
                            "headings": headings, "rc": res["rc"], "rss_mb": res["rss_mb"],
@@ -176,7 +176,7 @@ _TRACE = r'''
 import sys, tracemalloc, resource
 sys.path.insert(0, sys.argv[2])
 from pathological import heading_dense
-from memlens.core.chunking import chunk_markdown
+from memlens.core.chunking.chunker import chunk_markdown
 text = heading_dense(int(sys.argv[1]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 tracemalloc.start(8)

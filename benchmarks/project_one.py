@@ -31,8 +31,8 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=15)
     ap.add_argument("--embedder-dim", type=int, default=384, help="hashing embedder dimension")
     a = ap.parse_args()
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
     from memlens.core.service import MemoryService
 
     with tempfile.TemporaryDirectory(prefix="memlens-project-one-") as tmp:

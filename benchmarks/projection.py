@@ -39,11 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chunking import generated_corpus  # noqa: E402
 
-from memlens.core.config import load_settings  # noqa: E402
-from memlens.core.db import SCHEMA_VERSION  # noqa: E402
-from memlens.core.embedding import Embedder, make_embedder  # noqa: E402
+from memlens.core.config.settings import load_settings  # noqa: E402
+from memlens.core.embedders.registry import Embedder, make_embedder  # noqa: E402
+from memlens.core.ingest.sources import roots_for_path  # noqa: E402
 from memlens.core.service import MemoryService  # noqa: E402
-from memlens.core.sources import roots_for_path  # noqa: E402
+from memlens.core.store.db import SCHEMA_VERSION  # noqa: E402
 
 TARGET_RATIO = 1.3
 
@@ -115,8 +115,8 @@ def run_memlens(db: Path, emb: Embedder) -> tuple[float, float, int]:
 
 def run_floor(db: Path, emb: Embedder) -> tuple[float, float, int]:
     """The same rows in one transaction after one embed call (no claim, cache or prune)."""
-    from memlens.core import projection as proj
-    from memlens.core.db import ensure_vector_space, pack_text, vec_table_name
+    from memlens.core.projection import swap as proj
+    from memlens.core.store.db import ensure_vector_space, pack_text, vec_table_name
 
     svc = _service(db, emb)
     try:

@@ -46,9 +46,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memlens.core import bench
-from memlens.core.chunking import ChunkerConfig, chunk_markdown
-from memlens.core.store import change_summary, unified_diff
+from memlens import bench
+from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
+from memlens.core.store.records import change_summary, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 EDITS = ("append", "edit-paragraph", "rewrite-section", "delete-half")

@@ -7,7 +7,7 @@ Usage::
         [--json] [--rebuild]
 
 For each target size a synthetic corpus with the real auto-memory size mix
-(:func:`memlens.core.bench.generate_corpus`; median ~1.5 KB, p90 ~4 KB, max 14 KB)
+(:func:`memlens.bench.generate_corpus`; median ~1.5 KB, p90 ~4 KB, max 14 KB)
 is generated with enough files to give about that many chunks under the default
 chunker (adaptive 400/80), ingested and projected through ``MemoryService`` (the
 product path) with a 384-d hashing embedder and, when it loads, the shipped static
@@ -30,7 +30,7 @@ two-word queries of the most frequent index terms (rows matching: tens of thousa
 
 ``--matrix`` instead compares, per query and interleaved, the vector paths on each
 database: sqlite-vec's ``vec0`` KNN, the in-RAM matrix of
-:mod:`memlens.core.vector_matrix` and the floor (numpy float32 brute force over the
+:mod:`memlens.core.search.vector_matrix` and the floor (numpy float32 brute force over the
 same vectors already in RAM, no database), the KNN alone (k = 50, the hybrid depth)
 and whole ``search`` calls (vector and hybrid, k = 10) with and without the matrix,
 wall and CPU time; recall@20 of each against exact float64 cosine; matrix load time
@@ -54,10 +54,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlens.core import bench
-from memlens.core import search as search_mod
-from memlens.core.chunking import CHUNKER_VERSION, DEFAULT_CONFIG, chunk_markdown
-from memlens.core.db import SCHEMA_VERSION
+from memlens import bench
+from memlens.core.chunking.chunker import CHUNKER_VERSION, DEFAULT_CONFIG, chunk_markdown
+from memlens.core.search import engine as search_mod
+from memlens.core.store.db import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 0
@@ -86,10 +86,10 @@ def _key(files: int, fingerprint: str) -> str:
 
 def build(db: Path, files: int, embedder_name: str) -> dict[str, Any]:
     """Generate ``files`` files and ingest + project them into ``db`` (child process)."""
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
+    from memlens.core.ingest.sources import roots_for_path
     from memlens.core.service import MemoryService
-    from memlens.core.sources import roots_for_path
 
     emb = make_embedder(embedder_name, _embedder_opts(embedder_name))
     corpus = db.parent / f"corpus-{files}-{SEED}"
@@ -128,8 +128,8 @@ def _stats(times: list[float]) -> dict[str, float]:
 
 def measure(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
     """Time every mode and the parts of hybrid on one database (child process)."""
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
     from memlens.core.service import MemoryService
 
     rss0 = _maxrss_mb()
@@ -157,7 +157,7 @@ def measure(db: Path, embedder_name: str, n_queries: int) -> dict[str, Any]:
     parts: dict[str, list[float]] = {"lexical_candidates": [], "embed_query": [],
                                      "vector_candidates": [], "knn_sql_only": []}
     space = search_mod.vector_space_for(conn, emb)
-    from memlens.core.db import vec_table_name
+    from memlens.core.store.db import vec_table_name
 
     for q in queries:
         t = time.perf_counter()
@@ -220,9 +220,9 @@ def measure_matrix(db: Path, embedder_name: str, n_queries: int) -> dict[str, An
     """vec0 KNN vs the in-RAM matrix vs the numpy floor on one database (child process)."""
     import numpy as np
 
-    from memlens.core import db as dbm
-    from memlens.core import vector_matrix as vm
-    from memlens.core.embedding import make_embedder
+    from memlens.core.embedders.registry import make_embedder
+    from memlens.core.search import vector_matrix as vm
+    from memlens.core.store import db as dbm
 
     emb = make_embedder(embedder_name, _embedder_opts(embedder_name))
     conn = dbm.connect(db, create=False)
@@ -327,9 +327,9 @@ def measure_lexical(db: Path, n_queries: int, cache_mb: int | None = None) -> di
     (the same FTS5 expression, top 40 = the depth the service asks for k = 10 with
     the per-document cap), per query, interleaved (forward / reversed), on generated
     queries and on two-word common-term queries (child process)."""
-    from memlens.core import db as dbm
-    from memlens.core.config import load_settings
+    from memlens.core.config.settings import load_settings
     from memlens.core.service import MemoryService
+    from memlens.core.store import db as dbm
 
     overrides: dict[str, Any] = {"db": str(db)}
     if cache_mb is not None:
@@ -408,10 +408,10 @@ def measure_lexical_churn(db: Path, embedder_name: str, n_queries: int) -> dict[
     import shutil
     import tempfile
 
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
+    from memlens.core.ingest.sources import roots_for_path
     from memlens.core.service import MemoryService
-    from memlens.core.sources import roots_for_path
 
     out: dict[str, Any] = {"passes": {}}
     with tempfile.TemporaryDirectory(prefix="memlens-churn-") as tmp:
@@ -501,7 +501,7 @@ def main() -> int:
         print(json.dumps(measure_lexical_churn(Path(a._churn[0]), a._churn[1], int(a._churn[2]))))
         return 0
 
-    from memlens.core.embedding import EmbeddingError, make_embedder
+    from memlens.core.embedders.registry import EmbeddingError, make_embedder
 
     a.cache.mkdir(parents=True, exist_ok=True)
     ratio = chunks_per_file()

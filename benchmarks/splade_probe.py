@@ -87,9 +87,9 @@ class Splade:
 
 
 def main() -> None:
-    from memlens.core.chunking import DEFAULT_CONFIG, chunk_markdown
+    from memlens.core.chunking.chunker import DEFAULT_CONFIG, chunk_markdown
     from memlens.core.embedders.onnx_minilm import MINILM_MODEL_DIR, OnnxMiniLMEmbedder
-    from memlens.core.projection import node_text
+    from memlens.core.projection.swap import node_text
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, required=True)

@@ -18,11 +18,11 @@ import sys
 PROBE = r"""
 import json, time
 t0 = time.perf_counter()
-from memlens.core.static_model import StaticModel, default_model_path
+from memlens.core.embedders.static_model import StaticModel, default_model_path
 t1 = time.perf_counter()
 m = StaticModel.load(default_model_path())
 t2 = time.perf_counter()
-from memlens.core.embedding import make_embedder
+from memlens.core.embedders.registry import make_embedder
 t3 = time.perf_counter()
 e = make_embedder("static", {})
 t4 = time.perf_counter()

@@ -6,7 +6,7 @@ Usage::
         [--rebuild] [--queries 30] [--rounds 2] [--spawns 3] [--key-gap-ms 0]
         [--find-stalls] [--valve-only] [--repeat-queries 1] [--first-paint-only] [--json]
 
-**Database.** A synthetic corpus (:func:`memlens.core.bench.generate_corpus`, the
+**Database.** A synthetic corpus (:func:`memlens.bench.generate_corpus`, the
 real auto-memory size mix) is ingested and projected through ``MemoryService``
 with the **384-d hashing embedder** (not the shipped static model: the figures
 are about the UI, and the hashing vectors cost the same per chunk at search time
@@ -61,13 +61,13 @@ settled; between queries the box is emptied and the area goes back to
   process's CPU over it (loop CPU near the wall: the loop computed; process CPU
   well above the loop's: another thread of ours held the interpreter lock; both
   far below the wall: other processes had the cores) and whether a lexical-cache
-  build (``memlens.core.lexical_cache``: phrase postings, node arrays; timed by
+  build (``memlens.core.search.lexical_cache``: phrase postings, node arrays; timed by
   wrapping the service's instance) overlapped it. Each phase ends with the
   collector's counts, the objects it tracks and the RSS (memory must stay bounded)
   and the collections the app's heap keeper ran.
 
 Like ``memlens tui``, the harness gives numpy's OpenBLAS one thread unless
-``OPENBLAS_NUM_THREADS`` is set (``memlens.tui.cli_tui.limit_blas_threads``); the JSON
+``OPENBLAS_NUM_THREADS`` is set (``memlens.cli.tui.limit_blas_threads``); the JSON
 says which (``openblas_threads``).
 
 ``--rounds`` repeats the in-process measurement and the spawns alternately
@@ -100,9 +100,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlens.core import bench
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
+from memlens import bench
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
 from memlens.core.service import MemoryService
 
 SIZE = (140, 45)
@@ -512,7 +512,7 @@ def _time_lexical_builds(svc: Any, watch: LoopWatch) -> None:
     run, wall and thread CPU, so stalls can be matched against them (instrumentation
     of the instance and module; the cache itself is unchanged)."""
     try:
-        from memlens.core import lexical_cache as lc
+        from memlens.core.search import lexical_cache as lc
     except ImportError:
         return
     getter = getattr(svc, "lexical_cache", None)
@@ -770,7 +770,7 @@ def core_search(db: Path, n_queries: int) -> dict[str, Any]:
 # -- out of process: a real terminal (tmux) ------------------------------------------------
 def _memlens_argv() -> list[str]:
     script = Path(sys.executable).with_name("memlens")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.tui.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.cli.main"]
 
 
 def _config(cache: Path) -> Path:
@@ -882,7 +882,7 @@ def _limit_blas_threads() -> None:
     """What ``memlens tui`` does before numpy loads (one BLAS thread unless set), so the
     in-process app runs as the spawned one does; an older source tree may not have it."""
     try:
-        from memlens.tui.cli_tui import limit_blas_threads
+        from memlens.cli.tui import limit_blas_threads
     except ImportError:
         return
     limit_blas_threads()

@@ -174,7 +174,7 @@ async def probe(db: Path, *, late_ms: float = 40.0, presses: int = 6,
     from textual.widget import Widget
     from textual.widgets import Input
 
-    from memlens.core import bench
+    from memlens import bench
     from memlens.tui.app import MemlensApp
     from memlens.tui.screens.search import SearchScreen
 

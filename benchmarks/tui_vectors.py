@@ -5,7 +5,7 @@ Usage::
 
     uv run python benchmarks/tui_vectors.py [--files 165] [--embedder minilm] [--json]
 
-Writes a generated corpus (:func:`memlens.core.bench.generate_corpus`, ``--files`` files,
+Writes a generated corpus (:func:`memlens.bench.generate_corpus`, ``--files`` files,
 plus a one-line ``good.md`` with a probe word) and starts ``MemlensApp`` under Textual's
 Pilot (headless, 140x45) with the startup ingest on and the watcher off, on an empty
 database: the app's startup worker ingests durably, makes every batch searchable by its
@@ -38,9 +38,9 @@ PROBE = "quokkaprobe"
 
 
 async def run(files: int, embedder: str) -> dict[str, Any]:
-    from memlens.core.bench import generate_corpus
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.bench import generate_corpus
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
     from memlens.core.service import MemoryService
     from memlens.tui.app import MemlensApp
 

@@ -20,7 +20,7 @@ migrating, ``search.lexical``, the projection counters):
 
 Cases:
 
-* ``mix165``: :func:`memlens.core.bench.generate_corpus` with 165 files (~316 KB, the
+* ``mix165``: :func:`memlens.bench.generate_corpus` with 165 files (~316 KB, the
   real size mix) + ``good.md``; targets: first hit <= 2 s, all vectors <= 20 s;
 * ``large``: three large files (100,000 short lines; 10,000 headings; one 3 MB line)
   + ``good.md``; targets: first hit <= 3 s, everything <= 60 s, no traceback;
@@ -81,7 +81,7 @@ def _large(mem: Path) -> None:
 
 def build(case: str, dest: Path) -> tuple[Path, int]:
     """Write the case's folder; returns (folder to ingest, number of files)."""
-    from memlens.core.bench import generate_corpus
+    from memlens.bench import generate_corpus
 
     if case == "large":
         mem = dest / "-home-dev-large" / "memory"
@@ -96,8 +96,8 @@ def build(case: str, dest: Path) -> tuple[Path, int]:
 
 def _state(db: Path) -> dict[str, Any] | None:
     """What a reader sees now; None while the file has no current schema yet."""
-    from memlens.core import db as dbm
-    from memlens.core import search
+    from memlens.core.search import engine as search
+    from memlens.core.store import db as dbm
 
     if not db.exists():
         return None
@@ -129,8 +129,8 @@ def floor_ratio(db: Path, n_texts: int, vectors_per_s: float | None) -> dict[str
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import embed_floor
 
-    from memlens.core import db as dbm
     from memlens.core.embedders.onnx_minilm import MINILM_MODEL_DIR, OnnxMiniLMEmbedder
+    from memlens.core.store import db as dbm
 
     conn = dbm.connect(db, readonly=True, migrate=False, create=False)
     # the texts stage 2 embedded (it takes the smallest documents first, whose chunks are

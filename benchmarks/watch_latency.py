@@ -1,6 +1,6 @@
 """Watch latency: from a file write to the new text being searchable.
 
-A real :class:`memlens.core.watch.Watcher` (watchfiles/inotify) runs in a thread
+A real :class:`memlens.watch.watcher.Watcher` (watchfiles/inotify) runs in a thread
 over a copy of the bundled corpus; this script edits files and polls
 ``search(token, mode="lexical")`` through a *separate* service (its own SQLite
 connection, like a second process would) until each edit's unique token is found.
@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
 from memlens.core.service import MemoryService
-from memlens.core.watch import Watcher
+from memlens.watch.watcher import Watcher
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"

@@ -111,8 +111,8 @@ def tree(tmp_path: Path) -> MemoryTree:
 
 @pytest.fixture
 def make_service(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., object]]:
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
     from memlens.core.service import MemoryService
 
     made: list[MemoryService] = []

@@ -36,14 +36,14 @@ from typing import Any
 
 import apsw
 
-from memlens.core import db as dbm
 from memlens.core import faults
-from memlens.core import search as search_mod
-from memlens.core.config import load_settings
-from memlens.core.db_schema import DOC_CONTENT_SQL
-from memlens.core.embedding import make_embedder
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import MemoryRoot, roots_for_path
+from memlens.core.search import engine as search_mod
 from memlens.core.service import MemoryService
-from memlens.core.sources import MemoryRoot, roots_for_path
+from memlens.core.store import db as dbm
+from memlens.core.store.schema import DOC_CONTENT_SQL
 
 REPO = Path(__file__).resolve().parent.parent
 SLUG = "-home-dev-rel"
@@ -540,7 +540,7 @@ def _ingest_op(base: Path) -> Op:
 
 def scenarios(workdir: Path) -> list[Scenario]:
     """The hook-fault scenarios: initial ingest, batch, rechunk, projection."""
-    from memlens.core.chunking import ChunkerConfig
+    from memlens.core.chunking.chunker import ChunkerConfig
 
     base = workdir / "claude"
 
@@ -737,7 +737,7 @@ def run_vfs_scenario(sc: Scenario, workdir: Path, *, stride: int = 1,
 
 
 def _own_owner() -> str:
-    from memlens.core.projection import process_owner
+    from memlens.core.projection.swap import process_owner
 
     return process_owner()
 
@@ -1039,7 +1039,7 @@ CONC_INGEST = _proc_script("""
             print(json.dumps({"kind": "error", "error": f"{type(exc).__name__}: {exc}",
                               "tb": traceback.format_exc()}), file=out, flush=True)
             continue
-        from memlens.core.store import content_hash
+        from memlens.core.store.records import content_hash
         print(json.dumps({"kind": "wrote", "path": rel, "hash": content_hash(text)}), file=out, flush=True)
     svc.close()
 """)
@@ -1152,10 +1152,10 @@ def run_concurrency(workdir: Path, seconds: float, *, use_watch: bool = True) ->
                                              stderr=open(logs / f"{name}.err", "w"))))
 
     py = sys.executable
-    watch_cmd = [py, "-m", "memlens.tui.cli", "watch", str(base / "projects"), "--db", str(db),
+    watch_cmd = [py, "-m", "memlens.cli.main", "watch", str(base / "projects"), "--db", str(db),
                  "--debounce-ms", "20", "--reconcile-seconds", "2"]
     has_watch = use_watch and subprocess.run(
-        [py, "-m", "memlens.tui.cli", "watch", "--help"], cwd=REPO, env=env,
+        [py, "-m", "memlens.cli.main", "watch", "--help"], cwd=REPO, env=env,
         capture_output=True, timeout=60).returncode == 0
     spawn("ingest-a", [py, "-c", CONC_INGEST, str(REPO), str(base), str(db), str(stop),
                        str(logs / "ingest-a.jsonl"), "a", "all" if has_watch else "even"])
@@ -1218,7 +1218,7 @@ def run_concurrency(workdir: Path, seconds: float, *, use_watch: bool = True) ->
     try:
         svc.ingest(roots_of(base))
         conn = svc.conn()
-        from memlens.core.store import content_hash
+        from memlens.core.store.records import content_hash
 
         for i in range(CONC_FILES):
             rel = f"c{i}.md"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memlens.core import bench
-from memlens.core.bench import (
+from memlens import bench
+from memlens.bench import (
     BenchError,
     BenchOptions,
     Query,
@@ -23,7 +23,7 @@ from memlens.core.bench import (
     recall_at,
     reciprocal_rank,
 )
-from memlens.core.search import SearchHit
+from memlens.core.search.engine import SearchHit
 from tests.conftest import CORPUS, REPO, run_cli
 
 
@@ -416,7 +416,7 @@ def test_cli_bench_usage_errors() -> None:
 
 def test_held_out_sets_with_the_same_file_name_get_distinct_columns() -> None:
     """Two `queries_hard.jsonl` of two corpora must not both be called `hard`."""
-    from memlens.core.benchrun import _set_names
+    from memlens.bench.entry import _set_names
 
     def rep(corpus: str, queries: str) -> dict:
         return {"corpus": {"path": corpus}, "queries": {"path": f"{corpus}/{queries}"}}

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core import chunking
-from memlens.core.chunking import ChunkerConfig, ChunkerConfigError, chunk_markdown, tiny_tokens
-from memlens.core.config import ConfigError, load_settings
-from memlens.core.tokens import estimate_tokens
+from memlens.core.chunking import chunker as chunking
+from memlens.core.chunking.chunker import ChunkerConfig, ChunkerConfigError, chunk_markdown, tiny_tokens
+from memlens.core.chunking.tokens import estimate_tokens
+from memlens.core.config.settings import ConfigError, load_settings
 from tests.conftest import REPO, run_cli
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -238,7 +238,7 @@ def test_8mib_heading_dense_file_fails_alone_within_bounds(tmp_path: Path) -> No
     env = dict(os.environ, MEMLENS_EMBEDDER="hashing")
     env.pop("MEMLENS_MAX_CHUNKS_PER_FILE", None)
     with tempfile.TemporaryFile() as err:
-        child = subprocess.Popen([sys.executable, "-m", "memlens.tui.cli", "ingest",
+        child = subprocess.Popen([sys.executable, "-m", "memlens.cli.main", "ingest",
                                   str(tmp_path / "projects"), "--db", str(db)],
                                  stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=REPO)
         _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS

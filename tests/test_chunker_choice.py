@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memlens.core.chunking import ChunkerConfig
-from memlens.core.sources import roots_for_path
+from memlens.core.chunking.chunker import ChunkerConfig
+from memlens.core.ingest.sources import roots_for_path
 from tests.conftest import run_cli
 
 WINDOWS = ChunkerConfig.from_dict({"strategy": "windows", "max_tokens": 60, "overlap_tokens": 12})

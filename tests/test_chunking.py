@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core import chunking
-from memlens.core.chunking import (
+from memlens.core.chunking import chunker as chunking
+from memlens.core.chunking.chunker import (
     CHUNKER_NAME,
     CHUNKER_VERSION,
     DEFAULT_CONFIG,
@@ -22,7 +22,7 @@ from memlens.core.chunking import (
     overlap_cap,
     parse_front_matter,
 )
-from memlens.core.tokens import (
+from memlens.core.chunking.tokens import (
     ESTIMATORS,
     Chars4Estimator,
     UnknownEstimatorError,

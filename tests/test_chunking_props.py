@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memlens.core import chunking
-from memlens.core.chunking import ChunkerConfig, ChunkResult, chunk_markdown, overlap_cap
-from memlens.core.tokens import Estimator, get_estimator
+from memlens.core.chunking import chunker as chunking
+from memlens.core.chunking.chunker import ChunkerConfig, ChunkResult, chunk_markdown, overlap_cap
+from memlens.core.chunking.tokens import Estimator, get_estimator
 
 # MEMLENS_PROP_EXAMPLES raises the example count for a long fuzz run.
 PROPS = settings(

@@ -22,13 +22,13 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 
-_SHIPPED = "import sys\nfrom memlens.tui.cli import main\nsys.exit(main())\n"
+_SHIPPED = "import sys\nfrom memlens.cli.main import main\nsys.exit(main())\n"
 
 _EAGER = """\
 import importlib, sys
 import datetime, json, shlex, tomllib, platformdirs
 import memlens.core.types as T
-import memlens.core.config as C
+import memlens.core.config.settings as C
 for name in sorted(T._LAZY):
     if T._LAZY[name] not in ('.bench', '.watch'):
         getattr(T, name)
@@ -36,8 +36,8 @@ for name in sorted(C._SECTIONS):
     getattr(C, name)
 for mod in ('embedding', 'redact', 'names', 'types_reads', 'config_sections', 'service'):
     importlib.import_module('memlens.core.' + mod)
-import memlens.tui.cli as cli
-from memlens.tui import cli_read
+import memlens.cli.main as cli
+from memlens.cli import read as cli_read
 full = cli.build_parser
 cli.build_parser = lambda only=None: full(None)  # always every sub-parser
 sys.exit(cli.main())
@@ -173,5 +173,5 @@ def test_eager_wrapper_really_loads_what_the_shipped_path_leaves_out(
     code, _, err = _run(probe, ["docs", "--db", world["db"]], {}, world)
     assert code == 0, err
     mods = set((tmp_path / "mods.txt").read_text().split())
-    assert {"tomllib", "platformdirs", "memlens.core.types_reads", "memlens.core.config_sections",
-            "memlens.core.embedding", "memlens.core.redact", "memlens.tui.cli_bench"} <= mods
+    assert {"tomllib", "platformdirs", "memlens.core.details", "memlens.core.config.sections",
+            "memlens.core.embedders.registry", "memlens.core.redact.engine", "memlens.cli.bench"} <= mods

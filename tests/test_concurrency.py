@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from memlens.core import doctor as doctor_mod
-from memlens.core import search as search_mod
-from memlens.core import search_rows
+from memlens.core.search import engine as search_mod
+from memlens.core.search import rows as search_rows
 from tests import reliability_helpers as H
 
 

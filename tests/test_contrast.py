@@ -31,9 +31,17 @@ from textual.screen import ModalScreen
 
 from memlens.tui.app import MemlensApp
 from memlens.tui.theme import DARK, LIGHT
-
-from .conftest import Clock
-from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, async_test, build_scenario, select_doc, settle
+from tests.conftest import Clock
+from tests.test_tui import (
+    LANTERN,
+    ORCHARD,
+    TIDEWATER,
+    Scenario,
+    async_test,
+    build_scenario,
+    select_doc,
+    settle,
+)
 
 AA = 4.5
 

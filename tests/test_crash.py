@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core import db as dbm
-from memlens.core import projection as proj
+from memlens.core.projection import swap as proj
+from memlens.core.store import db as dbm
 from tests import reliability_helpers as H
 
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from memlens.core import db as dbm
-from memlens.core import projection_cache as ecache
-from memlens.core.chunking import ChunkerConfig
-from memlens.core.db_schema import DOC_CONTENT_SQL
-from memlens.core.embedding import make_embedder
-from memlens.core.sources import roots_for_path
+from memlens.core.chunking.chunker import ChunkerConfig
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.projection import cache as ecache
+from memlens.core.store import db as dbm
+from memlens.core.store.schema import DOC_CONTENT_SQL
 
 DATA = Path(__file__).resolve().parent / "data"
 ALPHA = ("# Alpha\n\nWAL mode and busy_timeout keep readers going.\n\n"

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from memlens.core import db as dbm
-from memlens.core.chunking import ChunkerConfig
-from memlens.core.sources import roots_for_path
+from memlens.core.chunking.chunker import ChunkerConfig
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.store import db as dbm
 from tests.data.dbsize_v7_make import read_back
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memlens.tui import cli
+from memlens.cli import main as cli
 from memlens.tui.app import MemlensApp
 
 

@@ -16,7 +16,7 @@ from memlens.core.embedders.onnx_minilm import (  # noqa: E402
     OnnxMiniLMEmbedder,
     window_starts,
 )
-from memlens.core.embedding import (  # noqa: E402
+from memlens.core.embedders.registry import (  # noqa: E402
     EmbedderConfigError,
     EmbedderUnavailable,
     make_embedder,

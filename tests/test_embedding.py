@@ -1,4 +1,4 @@
-"""Tests for memlens.core.embedding: the hashing, model2vec, static and
+"""Tests for memlens.core.embedders.registry: the hashing, model2vec, static and
 sentence-transformers embedders and the make_embedder registry.
 
 The HTTP (openai-compatible) embedder is tested in test_embedding_http.py.
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlens.core import embedding as emb
-from memlens.core.embedding import (
+from memlens.core.embedders import registry as emb
+from memlens.core.embedders.registry import (
     EMBEDDER_NAMES,
     Embedder,
     EmbedderConfigError,
@@ -125,7 +125,7 @@ def test_hashing_is_deterministic_across_processes(hashing: HashingEmbedder) -> 
     here = hashing.embed_documents(SAMPLE_TEXTS).tobytes().hex()
     code = (
         "import sys, json\n"
-        "from memlens.core.embedding import make_embedder\n"
+        "from memlens.core.embedders.registry import make_embedder\n"
         "texts = json.loads(sys.stdin.read())\n"
         "sys.stdout.write(make_embedder('hashing').embed_documents(texts).tobytes().hex())\n"
     )
@@ -178,8 +178,8 @@ def test_hashing_identifier_query(hashing: HashingEmbedder) -> None:
 
 
 def test_hashing_identifier_features(hashing: HashingEmbedder) -> None:
-    words, _grams = hashing.features("memlens.core.embedding uses busyTimeout and HTTPServer")
-    assert "i:memlens.core.embedding" in words
+    words, _grams = hashing.features("memlens.core.embedders.registry uses busyTimeout and HTTPServer")
+    assert "i:memlens.core.embedders.registry" in words
     for part in ("memlens", "core", "embedding", "busy", "timeout", "http", "server"):
         assert "w:" + part in words
     assert "w:and" not in words  # stop word
@@ -574,8 +574,8 @@ def test_static_model_dir_location() -> None:
 def test_every_registered_name_is_a_known_name_and_back() -> None:
     """The import-free name list the config checks (core/embedder_names.py) and the
     factory registry of core/embedding.py hold the same names and aliases."""
-    from memlens.core import embedder_names
-    from memlens.core import embedding as emb_mod
+    from memlens.core.embedders import names as embedder_names
+    from memlens.core.embedders import registry as emb_mod
 
     assert set(emb_mod._FACTORIES) == set(embedder_names.EMBEDDER_NAMES)
     assert all(target in emb_mod._FACTORIES for target in embedder_names.ALIASES.values())

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlens.core.embedding import (
+from memlens.core.embedders.registry import (
     EmbedderConfigError,
     EmbeddingError,
     OpenAICompatibleEmbedder,

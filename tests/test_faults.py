@@ -32,8 +32,8 @@ from typing import Any
 import apsw
 import pytest
 
-from memlens.core import db as dbm
 from memlens.core import faults
+from memlens.core.store import db as dbm
 from tests import reliability_helpers as H
 
 SCENARIOS = ["initial", "batch", "rechunk", "projection"]
@@ -87,7 +87,7 @@ def _autocommit_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
 def test_checker_catches_a_non_atomic_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                           ) -> None:
     """Sanity check of the harness: a swap that is not one transaction is caught."""
-    from memlens.core import projection
+    from memlens.core.projection import swap as projection
 
     monkeypatch.setattr(projection, "write_txn", _autocommit_txn)
     sc = _scenario("projection", tmp_path)

@@ -60,7 +60,7 @@ def _doc_paths(db: Path, *prefix: str) -> list[str]:
 def test_new_database_and_folders_are_private(tmp_path: Path) -> None:
     """A database memlens creates is 0600 in 0700 folders, whatever the umask; its -wal
     and -shm files get the database file's mode."""
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     old = os.umask(0)
     try:
@@ -289,7 +289,7 @@ def _unprivileged() -> list[str]:
 def _run_limited(*args: str) -> subprocess.CompletedProcess[str]:
     e = dict(os.environ)
     e.update(ENV)
-    return subprocess.run([*_unprivileged(), sys.executable, "-m", "memlens.tui.cli", *args],
+    return subprocess.run([*_unprivileged(), sys.executable, "-m", "memlens.cli.main", *args],
                           capture_output=True, text=True, env=e, cwd=REPO, timeout=120)
 
 
@@ -407,7 +407,7 @@ def test_deep_folder_tree_is_skipped_with_a_warning(tmp_path: Path) -> None:
 
 def test_memory_database_creates_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``connect(":memory:")`` (the bench's environment probe) must not create a file."""
-    from memlens.core.db import connect
+    from memlens.core.store.db import connect
 
     monkeypatch.chdir(tmp_path)
     c = connect(":memory:")
@@ -446,7 +446,7 @@ def test_doctor_reports_unfinished_work(tmp_path: Path) -> None:
     env = {"MEMLENS_EMBEDDER": "hashing"}
     assert run_cli("ingest", str(tmp_path / "projects"), "--db", str(db), "--defer-projection",
                    env=env).returncode == 0
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     conn = dbm.connect(db)
     try:

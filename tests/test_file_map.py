@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlens.core.chunking import ChunkerConfig, chunk_markdown
+from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
 from memlens.tui.widgets.file_map import BAND_A, BAND_B, GAP, LIMIT, OVERLAP, SELECTED, map_cells
 
 

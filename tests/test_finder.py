@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
 from memlens.core.service import FilterIndex, MemoryService
-from memlens.core.sources import roots_for_path
 from tests.conftest import CORPUS, Clock, run_cli
 
 LANTERN = "-home-dev-projects-lanternfish"

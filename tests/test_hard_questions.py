@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.bench.metrics import load_queries
-from memlens.core.bench.overlap import mean, overlap, word_set
+from memlens.bench.metrics import load_queries
+from memlens.bench.overlap import mean, overlap, word_set
 from tests.test_corpus_validation import headings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,13 +29,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.core import db as dbm
-from memlens.core import ingest as ingest_mod
-from memlens.core import sources
-from memlens.core.chunking import STRATEGIES, ChunkerConfig, chunk_markdown
-from memlens.core.db_schema import DOC_CONTENT_SQL
-from memlens.core.redact import redact
-from memlens.core.sources import SourceError, decode_markdown
+from memlens.core.chunking.chunker import STRATEGIES, ChunkerConfig, chunk_markdown
+from memlens.core.ingest import pipeline as ingest_mod
+from memlens.core.ingest import sources
+from memlens.core.ingest.sources import SourceError, decode_markdown
+from memlens.core.redact.engine import redact
+from memlens.core.store import db as dbm
+from memlens.core.store.schema import DOC_CONTENT_SQL
 from tests import reliability_helpers as H
 from tests.conftest import run_cli
 

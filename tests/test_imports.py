@@ -24,7 +24,7 @@ HEAVY = ("numpy", "markdown_it", "onnxruntime", "tokenizers", "sqlite_vec")
 
 _WRAPPER = (
     "import json, sys\n"
-    "from memlens.tui.cli import main\n"
+    "from memlens.cli.main import main\n"
     "out, args = sys.argv[1], sys.argv[2:]\n"
     "try:\n"
     "    code = main(args)\n"
@@ -99,7 +99,7 @@ def test_vector_search_still_imports_numpy(db: str, tmp_path: Path) -> None:
 def test_sqlite_vec_missing_is_a_database_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     monkeypatch.setattr(dbm, "_vec_path", None)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
@@ -110,17 +110,17 @@ def test_sqlite_vec_missing_is_a_database_error(monkeypatch: pytest.MonkeyPatch)
 def test_sqlite_vec_path_matches_the_package() -> None:
     import sqlite_vec
 
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     assert os.path.normpath(dbm._sqlite_vec_path()) == os.path.normpath(sqlite_vec.loadable_path())
 
 
 # The write side of the core: chunker, projection, ingest, purge, preview, in-RAM vectors.
-WRITE_SIDE = ("memlens.core.chunking", "memlens.core.projection", "memlens.core.ingest",
-              "memlens.core.store_purge", "memlens.core.preview", "memlens.core.vector_matrix",
-              "memlens.core.chunker_choice",
+WRITE_SIDE = ("memlens.core.chunking.chunker", "memlens.core.projection.swap", "memlens.core.ingest.pipeline",
+              "memlens.core.store.purge", "memlens.core.search.preview", "memlens.core.search.vector_matrix",
+              "memlens.core.chunking.choice",
               # the embedder name in MEMLENS_EMBEDDER is checked against embedder_names.py
-              "memlens.core.embedding", "memlens.core.embedders")
+              "memlens.core.embedders.registry", "memlens.core.embedders")
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_read_commands_skip_the_write_side(db: str, tmp_path: Path,
     assert "memlens.core.service" in mods
     assert sorted(m for m in WRITE_SIDE if m in mods) == []
     if args[0] == "docs":  # nothing to redact: the rules are not compiled
-        assert "memlens.core.redact" not in mods
+        assert "memlens.core.redact.engine" not in mods
 
 
 def test_ingest_still_loads_the_write_side(tmp_path: Path) -> None:
@@ -146,12 +146,13 @@ def test_ingest_still_loads_the_write_side(tmp_path: Path) -> None:
     (mem / "notes.md").write_text("# Notes\n\nbody\n", encoding="utf-8")
     mods = _modules(tmp_path, "ingest", str(mem), "--repository", "demo",
                     "--db", str(tmp_path / "x.db"))
-    assert {"memlens.core.chunking", "memlens.core.projection", "memlens.core.ingest"} <= mods
+    assert {"memlens.core.chunking.chunker", "memlens.core.projection.swap",
+            "memlens.core.ingest.pipeline"} <= mods
 
 
 def test_one_command_parser_matches_the_full_one() -> None:
     """`main` builds only the named command's parser; it must parse the same."""
-    from memlens.tui.cli import _PARSERS, build_parser
+    from memlens.cli.main import _PARSERS, build_parser
 
     full = build_parser()
     for name in _PARSERS:
@@ -174,8 +175,8 @@ def test_one_command_parser_matches_the_full_one() -> None:
 # round, docs/benchmarks.md): the TOML parser, platformdirs (only a default path needs it),
 # the config sections other than [search], the detail values of the façade, datetime
 # (only `history` prints times) and shlex (only doctor's rebuild hint).
-START_UP = ("tomllib", "platformdirs", "memlens.core.config_sections",
-            "memlens.core.types_reads", "datetime", "shlex")
+START_UP = ("tomllib", "platformdirs", "memlens.core.config.sections",
+            "memlens.core.details", "datetime", "shlex")
 
 
 @pytest.mark.parametrize(
@@ -201,16 +202,17 @@ def test_start_up_extras_load_when_used(db: str, tmp_path: Path,
     assert "tomllib" in _modules(tmp_path, "docs", "--db", db, "--config", str(cfg))
     assert "platformdirs" in _modules(tmp_path, "config")
     hist = _modules(tmp_path, "history", "notes.md", "--repository", "demo", "--db", db)
-    assert {"memlens.core.types_reads", "datetime"} <= hist
-    assert "memlens.core.config_sections" in _modules(
+    assert {"memlens.core.details", "datetime"} <= hist
+    assert "memlens.core.config.sections" in _modules(
         tmp_path, "search", "--mode", "vector", "busy_timeout", "--db", db)
 
 
 def test_lazy_names_resolve_to_their_classes() -> None:
     """The names moved out of `types` and `config` are still theirs to import, once."""
-    import memlens.core.config as C
+    import memlens.core.config.settings as C
     import memlens.core.types as T
-    from memlens.core import config_sections, types_reads
+    from memlens.core import details as types_reads
+    from memlens.core.config import sections as config_sections
 
     for name in types_reads.__all__:
         assert getattr(T, name) is getattr(types_reads, name)

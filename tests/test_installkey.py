@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core import installkey
-from memlens.core.installkey import (
+from memlens.core.ingest import installkey
+from memlens.core.ingest.installkey import (
     KEY_SIZE,
     InstallKeyError,
     InstallKeyPermissionWarning,
@@ -143,7 +143,7 @@ def test_keyed_hash_rejects_empty_key() -> None:
 _RACER = """
 import os, sys, time
 from pathlib import Path
-from memlens.core.installkey import load_install_key
+from memlens.core.ingest.installkey import load_install_key
 go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)

@@ -1,4 +1,4 @@
-"""Phrase postings for lexical search (memlens.core.lexical_cache): the same rows and
+"""Phrase postings for lexical search (memlens.core.search.lexical_cache): the same rows and
 the same float64 scores as the FTS5 statement, built only at the third sight of a
 phrase, dropped by every store change (and read again for the phrases that were hot),
 bounded in memory, safe across threads."""
@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.core import db as dbm
-from memlens.core import search as search_mod
-from memlens.core.embedding import make_embedder
-from memlens.core.lexical_cache import LexicalCache
-from memlens.core.search_query import build_fts_query, fts_phrases
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search import engine as search_mod
+from memlens.core.search.lexical_cache import LexicalCache
+from memlens.core.search.query import build_fts_query, fts_phrases
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
+from memlens.core.store import db as dbm
 from tests.conftest import CORPUS
 from tests.test_search import _service
 
@@ -327,7 +327,7 @@ def test_hot_phrases_survive_a_store_change_in_the_background(tmp_path: Path) ->
 def test_sightings_are_bounded(svc: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past MAX_SEEN counted phrases, those seen once are forgotten, then all but the most
     seen half: the table stays bounded and a hot phrase keeps its count."""
-    from memlens.core import lexical_cache as lc
+    from memlens.core.search import lexical_cache as lc
 
     monkeypatch.setattr(lc, "MAX_SEEN", 50)
     conn = svc.conn()
@@ -421,7 +421,7 @@ def test_threads_share_one_cache(svc: MemoryService) -> None:
 def test_lexical_cache_mb_setting(tmp_path: Path) -> None:
     """``[search] lexical_cache_mb`` sets the budget; 0 turns the postings off (searches
     unchanged); a negative value is one clear config error."""
-    from memlens.core.config import ConfigError, load_settings
+    from memlens.core.config.settings import ConfigError, load_settings
 
     off = load_settings(tmp_path / "none.toml", env={},
                         overrides={"db": str(tmp_path / "m.db"), "search.lexical_cache_mb": 0})

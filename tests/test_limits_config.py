@@ -101,7 +101,7 @@ def test_bad_chunker_and_range_values_are_named_where_they_are_set(
 
 
 def test_chunker_strategy_names_agree() -> None:
-    from memlens.core.chunking import STRATEGIES
-    from memlens.core.config import CHUNKER_STRATEGIES
+    from memlens.core.chunking.chunker import STRATEGIES
+    from memlens.core.config.settings import CHUNKER_STRATEGIES
 
     assert tuple(STRATEGIES) == CHUNKER_STRATEGIES

@@ -63,7 +63,7 @@ async def session(b: Built, *args: str, cwd: Path | None = None,
                   errlog: Path | None = None) -> AsyncIterator[ClientSession]:
     env = {**os.environ, **b.env}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memlens.tui.cli", "mcp", "--db", str(b.db), *args],
+        command=sys.executable, args=["-m", "memlens.cli.main", "mcp", "--db", str(b.db), *args],
         env=env, cwd=str(cwd or b.cwd))
     with open(errlog or b.root / "server.err", "a", encoding="utf-8") as err:
         async with stdio_client(params, errlog=err) as (read, write):
@@ -224,7 +224,7 @@ def test_bad_input_is_a_tool_error(built: Built) -> None:
 
 def test_current_project_ranks_first(built: Built, tmp_path: Path) -> None:
     """Started inside a project folder, its memory comes first; all_projects turns it off."""
-    from memlens.core.sources import claude_slug
+    from memlens.core.ingest.sources import claude_slug
 
     b = Built(tmp_path)
     for f in built.root.glob("m.db*"):
@@ -288,7 +288,7 @@ def test_watch_picks_up_new_files(built: Built, tmp_path: Path) -> None:
 
 def test_without_the_sdk_one_line_and_exit_2(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['mcp'] = None\n"
-            "from memlens.tui.cli import main\n"
+            "from memlens.cli.main import main\n"
             f"sys.exit(main(['mcp', '--db', {str(tmp_path / 'x.db')!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=60)
@@ -325,7 +325,7 @@ def test_stdout_stays_empty_without_a_client(built: Built, tmp_path: Path) -> No
     mem.mkdir()
     (mem / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "memlens.tui.cli", "mcp", "--db", str(tmp_path / "w.db"),
+        [sys.executable, "-m", "memlens.cli.main", "mcp", "--db", str(tmp_path / "w.db"),
          "--watch", str(mem)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
         env={**os.environ, **built.env}, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr

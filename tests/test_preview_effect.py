@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlens.core.chunking import ChunkerConfig
-from memlens.core.sources import roots_for_path
+from memlens.core.chunking.chunker import ChunkerConfig
+from memlens.core.ingest.sources import roots_for_path
 
 LONG = ("# Runbook\n\n" + "\n\n".join(
     f"Step {i}: check the disk and the logs of service number {i}." for i in range(40))

@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from memlens.core import db as dbm
-from memlens.core.redact import load_labelled
-from memlens.core.sources import roots_for_path
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.redact.engine import load_labelled
+from memlens.core.store import db as dbm
 from tests.conftest import REPO
 
 LABELLED = REPO / "tests" / "data" / "secrets" / "labelled.jsonl"

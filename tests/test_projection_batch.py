@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from memlens.core import faults
-from memlens.core import projection as proj
-from memlens.core.sources import roots_for_path
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.projection import swap as proj
 
 
 def _write(tree: Any, n: int, word: str = "alpha") -> None:
@@ -154,7 +154,7 @@ def test_queue_other_embedder_without_the_write_lock_when_nothing_changed(
     is in a space of the current fingerprint the answer comes from index seeks: no write
     lock (it returns while another connection holds one), nothing queued. Another
     fingerprint, or a node without a space, still queues the documents."""
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     _write(tree, 5)
     svc = make_service()

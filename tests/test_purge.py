@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from memlens.core import db as dbm
-from memlens.core.redact import RedactionResult
+from memlens.core.redact.engine import RedactionResult
+from memlens.core.store import db as dbm
 from tests.conftest import MemoryTree, run_cli
 
 SECRET = "ghp_" + "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0KsQeWa"
@@ -66,7 +66,7 @@ def _store_unredacted(tree: MemoryTree, make_service: Callable[..., Any], db: Pa
     """Ingest a history full of the secret with redaction off (as an older rule set
     that missed it would have): snapshots, diffs, summaries, chunks, front matter,
     nodes, FTS, vectors, a rename and a deleted file."""
-    monkeypatch.setattr("memlens.core.ingest.redact", lambda t: RedactionResult(t, ()))
+    monkeypatch.setattr("memlens.core.ingest.pipeline.redact", lambda t: RedactionResult(t, ()))
     svc = make_service(db)
     mem = tree.memdir()
     tree.write("MEMORY.md", "# Memory\n\n- [Deploy](deploy.md) how we deploy\n")
@@ -174,7 +174,7 @@ def test_purge_with_a_reader_open_says_what_is_left(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A process reading an old snapshot keeps the WAL from being truncated: purge says so
     (not complete) instead of claiming success, and a later purge finishes."""
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     db = tmp_path / "m.db"
     _store_unredacted(tree, make_service, db, monkeypatch)
@@ -196,7 +196,7 @@ def test_secret_file_name_is_not_indexed_or_printed_by_search(
         tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path) -> None:
     """A token used as a file name: the document, its revisions, the search projection
     (nodes, FTS vocabulary) and search results carry the redacted name with a keyed tag
-    (``memlens.core.names``); no byte of the database holds the name."""
+    (``memlens.core.ingest.names``); no byte of the database holds the name."""
     db = tmp_path / "names.db"
     svc = make_service(db)
     tree.write("MEMORY.md", "# Memory\n\n- notes on the registry\n")

@@ -1,9 +1,9 @@
-"""The one-shot lexical search (``memlens.core.quick`` behind ``memlens.launch``, the
+"""The one-shot lexical search (``memlens.core.search.quick`` behind ``memlens.launch``, the
 console script) answers exactly as the full CLI does, and only when it can.
 
 Every case runs twice through a real interpreter on a real database file built from the
 bundled corpus: once through the console script's module (which takes the short path
-when it may) and once through ``memlens.tui.cli.main`` (the full path, always). stdout,
+when it may) and once through ``memlens.cli.main.main`` (the full path, always). stdout,
 stderr, the exit code and the search history written must be the same; each case also
 says whether the short path must have answered, and the run records whether it did (the
 full CLI module was never imported). In-process, hypothesis compares
@@ -29,11 +29,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlens import launch
-from memlens.core import quick, search_rows
-from memlens.core.config import _ENV, SearchSettings
-from memlens.core.search import VEC_K_MAX
-from memlens.core.search import search as full_search
-from memlens.core.search_hits import SearchHit
+from memlens.core.config.settings import _ENV, SearchSettings
+from memlens.core.search import quick
+from memlens.core.search import rows as search_rows
+from memlens.core.search.engine import VEC_K_MAX
+from memlens.core.search.engine import search as full_search
+from memlens.core.search.hits import SearchHit
 from memlens.core.service import MemoryService, load_settings
 from tests.conftest import CORPUS, REPO, run_cli
 
@@ -45,10 +46,10 @@ try:
 except SystemExit as exc:  # argparse's --help and usage errors
     code = exc.code
 with open(os.environ["QUICK_MARK"], "a") as f:
-    f.write("full\\n" if "memlens.tui.cli" in sys.modules else "short\\n")
+    f.write("full\\n" if "memlens.cli.main" in sys.modules else "short\\n")
 sys.exit(code)
 """
-_FULL = "import sys\nfrom memlens.tui.cli import main\nsys.exit(main())\n"
+_FULL = "import sys\nfrom memlens.cli.main import main\nsys.exit(main())\n"
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +275,7 @@ _TOKENS = ["search", "--mode", "lexical", "hybrid", "--mode=lexical", "-k", "3",
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=8))
 def test_launcher_reads_argv_as_argparse_does(argv: list[str]) -> None:
-    from memlens.tui.cli import _parse, build_parser
+    from memlens.cli.main import _parse, build_parser
 
     req = launch._request(argv)
     if req is None:
@@ -360,8 +361,8 @@ open(os.environ["QUICK_MODULES"], "w").write(json.dumps(sorted(sys.modules)))
 sys.exit(code)
 """
 HEAVY = ("typing", "dataclasses", "pathlib", "argparse", "inspect", "threading", "tomllib",
-         "platformdirs", "memlens.core.service", "memlens.core.types", "memlens.core.db",
-         "memlens.core.config", "memlens.tui.cli")
+         "platformdirs", "memlens.core.service", "memlens.core.types", "memlens.core.store.db",
+         "memlens.core.config.settings", "memlens.cli.main")
 
 
 def _loaded(world: dict[str, Any], tmp_path: Path, *argv: str) -> set[str]:
@@ -377,7 +378,7 @@ def test_short_path_loads_no_facade_and_no_heavy_stdlib(world: dict[str, Any],
     db = tmp_path / "m.db"
     shutil.copy(world["db"], db)
     mods = _loaded(world, tmp_path, *LEX, "busy timeout", "--db", str(db), "--json")
-    assert "memlens.core.quick" in mods
+    assert "memlens.core.search.quick" in mods
     assert sorted(m for m in HEAVY if m in mods) == []
     # control: the same search in hybrid mode goes the full way and loads them
     full = _loaded(world, tmp_path, "search", "busy timeout", "--db", str(db), "--json",
@@ -388,7 +389,7 @@ def test_short_path_loads_no_facade_and_no_heavy_stdlib(world: dict[str, Any],
 # -- damaged stored text -------------------------------------------------------------
 
 def test_a_blob_that_does_not_inflate_is_database_damage() -> None:
-    from memlens.core.db_base import pack_text, unpack_text
+    from memlens.core.store.rows import pack_text, unpack_text
 
     assert unpack_text(pack_text("ok ✓")) == "ok ✓"
     for blob in (b"\x78\x9c\xde\xad\xbe\xef", b"\x00\x00 not zlib", pack_text("x")[:-3],  # type: ignore[index]

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from memlens.core import db as dbm
+from memlens.core.store import db as dbm
 from tests import reliability_helpers as H
 from tests.conftest import REPO, run_cli
 
@@ -49,7 +49,7 @@ def test_killed_rechunk_converges(tmp_path: Path) -> None:
         db = tmp_path / f"t{trial}.db"
         assert run_cli("ingest", str(projects), "--db", str(db), env=ENV).returncode == 0
         child = subprocess.Popen(
-            [sys.executable, "-m", "memlens.tui.cli", "rechunk", "--all", *FINAL, "--db",
+            [sys.executable, "-m", "memlens.cli.main", "rechunk", "--all", *FINAL, "--db",
              str(db)], env={**__import__("os").environ, **ENV}, cwd=REPO,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.5, 2.5))

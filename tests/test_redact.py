@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.core.redact import (
+from memlens.core.redact.engine import (
     KINDS,
     MARKER_RE,
     Finding,
@@ -171,7 +171,7 @@ def test_covers_at_least_twenty_kinds() -> None:
 
 
 def test_kinds_are_documented() -> None:
-    import memlens.core.redact as mod
+    import memlens.core.redact.engine as mod
 
     assert mod.__doc__ is not None
     for kind in KINDS:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.redact import redact
+from memlens.core.redact.engine import redact
 
 _RNG = random.Random(1616)
 _B64 = string.ascii_letters + string.digits + "+/"
@@ -140,7 +140,7 @@ def test_every_redact_module_is_short() -> None:
 
 
 def test_redact_path_redacts_a_token_used_as_a_file_name() -> None:
-    from memlens.core.redact import redact_path
+    from memlens.core.redact.engine import redact_path
 
     tok = "ghp_" + _r(36, string.ascii_letters + string.digits)
     assert redact_path(f"memory/{tok}.md") == "memory/[REDACTED:github-token].md"

@@ -2,7 +2,7 @@
 
 ``tests/data/secrets/external.jsonl`` (the TUNING set) is built by
 ``tools/build_secret_set.py`` from the ``tps``/``fps`` samples of the gitleaks
-rules (MIT, see ``LICENSE-gitleaks``); the rules of `memlens.core.redact` were
+rules (MIT, see ``LICENSE-gitleaks``); the rules of `memlens.core.redact.engine` were
 improved by looking at its failures.
 ``tests/data/secrets/external_detect_secrets.jsonl`` (the HELD-OUT set) is built
 by ``tools/build_secret_set_ds.py`` from detect-secrets' plugin tests
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from memlens.core.redact import load_labelled
-from memlens.core.redact_eval import GroupScore, evaluate, score_groups
+from memlens.core.redact.engine import load_labelled
+from memlens.core.redact.evaluate import GroupScore, evaluate, score_groups
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets"
 TUNING = DATA / "external.jsonl"
@@ -148,7 +148,7 @@ def test_cli_breakdown_by_context() -> None:
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "memlens.core.redact_eval", "--evaluate", str(HELD_OUT),
+        [sys.executable, "-m", "memlens.core.redact.evaluate", "--evaluate", str(HELD_OUT),
          "--by", "context"],
         capture_output=True, text=True, timeout=120,
     )

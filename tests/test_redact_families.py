@@ -12,7 +12,7 @@ import string
 
 import pytest
 
-from memlens.core.redact import KINDS, redact
+from memlens.core.redact.engine import KINDS, redact
 
 _RNG = random.Random(16)
 _ALNUM = string.ascii_letters + string.digits
@@ -67,7 +67,7 @@ def test_cli_evaluate_still_reachable_through_redact(tmp_path: object) -> None:
     from pathlib import Path
 
     labelled = Path(__file__).resolve().parent / "data" / "secrets" / "labelled.jsonl"
-    for mod in ("memlens.core.redact", "memlens.core.redact_eval"):
+    for mod in ("memlens.core.redact.engine", "memlens.core.redact.evaluate"):
         proc = subprocess.run(
             [sys.executable, "-m", mod, "--evaluate", str(labelled)],
             capture_output=True,

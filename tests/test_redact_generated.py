@@ -7,7 +7,7 @@ from the rule's secret group, in the keyed, prose and backticks contexts; each
 line's ``group`` says whether the secret carries a fixed literal (``prefixed``)
 or is only a run of characters (``bare``: gitleaks needs a vendor keyword next
 to it, so only the keyed context is meaningful). The set is gated per context
-and group at the figures measured after `memlens.core.redact_rules_vendors`
+and group at the figures measured after `memlens.core.redact.rules_vendors`
 (docs/reliability.md, "Redaction on gitleaks-generated samples").
 
 Secrets of the unit tests are built at run time from random characters, so
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.redact import KINDS, load_labelled, redact
-from memlens.core.redact_eval import GroupScore, score_groups
+from memlens.core.redact.engine import KINDS, load_labelled, redact
+from memlens.core.redact.evaluate import GroupScore, score_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "tests" / "data" / "secrets" / "generated_gitleaks.jsonl"
@@ -87,7 +87,7 @@ def test_generated_set_per_context_floors(
 
 
 def test_cli_groups_by_group_field(capsys: pytest.CaptureFixture[str]) -> None:
-    from memlens.core.redact_eval import _main
+    from memlens.core.redact.evaluate import _main
 
     assert _main(["--evaluate", str(GENERATED), "--by", "group,context"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -164,7 +164,7 @@ def test_draw_is_deterministic_and_matches(gen: object) -> None:
 
 
 # --------------------------------------------------------------------------
-# The vendor rules (memlens.core.redact_rules_vendors)
+# The vendor rules (memlens.core.redact.rules_vendors)
 # --------------------------------------------------------------------------
 
 _RNG = random.Random(1616)

@@ -1,4 +1,4 @@
-"""Keyed syntaxes of issue 16 that name the key and the value apart (memlens.core.redact_keyed):
+"""Keyed syntaxes of issue 16 that name the key and the value apart (memlens.core.redact.keyed):
 XML elements, key/value attribute pairs, setter calls, typed declarations, Makefile operators,
 YAML block scalars, Markdown table cells and hex tokens after a cue word in prose."""
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memlens.core.redact import redact
-from memlens.core.redact_keyed import name_kind
-from memlens.core.redact_rules import _is_placeholder, _looks_random
+from memlens.core.redact.engine import redact
+from memlens.core.redact.keyed import name_kind
+from memlens.core.redact.rules import _is_placeholder, _looks_random
 from tests.conftest import run_cli
 
 PW = "Zk8q!Lm3vRt9w"  # a password: mixed, a symbol, no structure
@@ -151,7 +151,7 @@ def test_no_random_password_survives_any_keyed_syntax(value: str, case: tuple[st
 
 def _stored_texts(db: Path) -> str:
     """Every compressed column of the database, decompressed (a grep of the file misses them)."""
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
     from tests.test_purge import PACKED
 
     conn = dbm.connect(db, readonly=True, migrate=False)

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlens.core import faults
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
-from memlens.core.search import build_fts_query
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search.engine import build_fts_query
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
 from tests.conftest import CORPUS, Clock
 
 QUERIES = [json.loads(line) for line in (CORPUS / "queries.jsonl").read_text().splitlines()
@@ -213,7 +213,7 @@ def test_embedder_switch_never_empty(tmp_path: Path) -> None:
 
 
 def test_match_spans_for_highlighting() -> None:
-    from memlens.core.search import match_spans
+    from memlens.core.search.engine import match_spans
 
     text = "Caching: the cache key format. Cached values; keys. Invalidate after commit."
     assert [text[a:b] for a, b in match_spans(text, "cache key")] == [

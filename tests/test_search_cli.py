@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memlens.core.sources import claude_slug
+from memlens.core.ingest.sources import claude_slug
 from tests.conftest import run_cli
 
 HASHING = {"MEMLENS_EMBEDDER": "hashing"}

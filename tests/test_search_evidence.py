@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.core import search_evidence as ev
-from memlens.core.bench import overlap as ov
-from memlens.core.embedding import make_embedder
-from memlens.core.search_query import build_fts_query, fts_phrases
+from memlens.bench import overlap as ov
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search import evidence as ev
+from memlens.core.search.query import build_fts_query, fts_phrases
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
 from tests.test_search import _service
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",

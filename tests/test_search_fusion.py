@@ -8,11 +8,11 @@ from typing import Any, cast
 
 import pytest
 
-from memlens.core import search as search_mod
-from memlens.core.embedding import Embedder, EmbedderUnavailable, make_embedder
-from memlens.core.search import FUSIONS, SearchError, build_fts_query
+from memlens.core.embedders.registry import Embedder, EmbedderUnavailable, make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search import engine as search_mod
+from memlens.core.search.engine import FUSIONS, SearchError, build_fts_query
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
 from tests.conftest import CORPUS
 from tests.test_search import _service
 

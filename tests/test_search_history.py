@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlens.core import search_history
+from memlens.core.search import history as search_history
 from tests.conftest import run_cli
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -43,7 +43,7 @@ def test_cli_search_is_kept(tmp_path: Path, tree: Any) -> None:
     assert run_cli("ingest", str(tree.projects), "--db", db, env=env).returncode == 0
     for q in ("connection pool", "pool size"):
         assert run_cli("search", q, "--db", db, "--mode", "lexical", env=env).returncode == 0
-    from memlens.core.config import load_settings
+    from memlens.core.config.settings import load_settings
     from memlens.core.service import MemoryService
 
     svc = MemoryService(load_settings(tmp_path / "none.toml", env={}, overrides={"db": db}))
@@ -54,7 +54,7 @@ def test_cli_search_is_kept(tmp_path: Path, tree: Any) -> None:
 
 
 def _texts_of_labelled_sets() -> list[str]:
-    from memlens.core.redact import load_labelled
+    from memlens.core.redact.engine import load_labelled
 
     data = Path(__file__).resolve().parent / "data" / "secrets"
     out: list[str] = []
@@ -69,8 +69,8 @@ def _texts_of_labelled_sets() -> list[str]:
 
 def test_plain_text_shortcut_never_skips_a_finding() -> None:
     """Text the history stores without loading the rules must be text they leave alone."""
-    from memlens.core.redact import redact
-    from memlens.core.search_history import needs_redaction
+    from memlens.core.redact.engine import redact
+    from memlens.core.search.history import needs_redaction
 
     skipped = 0
     for text in _texts_of_labelled_sets():
@@ -86,8 +86,8 @@ def test_plain_text_shortcut_never_skips_a_finding() -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.from_regex(r"[A-Za-z0-9_]{1,16}(?: [A-Za-z0-9_]{1,16}){0,15}", fullmatch=True))
 def test_plain_text_shortcut_property(text: str) -> None:
-    from memlens.core.redact import redact
-    from memlens.core.search_history import needs_redaction
+    from memlens.core.redact.engine import redact
+    from memlens.core.search.history import needs_redaction
 
     if not needs_redaction(text):
         assert redact(text).text == text
@@ -104,9 +104,9 @@ def test_cli_search_with_plain_words_does_not_load_the_rules(tmp_path: Path, tre
     assert run_cli("ingest", str(tree.projects), "--db", str(db)).returncode == 0
     code = ("import sys, runpy; sys.argv=['memlens','search','--mode','lexical','deploy rollback',"
             f"'--db',{str(db)!r}]\n"
-            "try:\n    runpy.run_module('memlens.tui.cli', run_name='__main__')\n"
+            "try:\n    runpy.run_module('memlens.cli.main', run_name='__main__')\n"
             "except SystemExit: pass\n"
-            "print('RULES', 'memlens.core.redact_rules' in sys.modules, file=sys.stderr)")
+            "print('RULES', 'memlens.core.redact.rules' in sys.modules, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "RULES False" in proc.stderr, proc.stderr
     assert run_cli("search", "--mode", "lexical", f"deploy {TOKEN}", "--db", str(db)).returncode == 0

@@ -1,7 +1,7 @@
 """Secrets used as file or folder names never reach the database or any output.
 
 A file named by a token is stored under its redacted name plus a keyed tag
-(:mod:`memlens.core.names`); the tests drive the real CLI (and the watcher and
+(:mod:`memlens.core.ingest.names`); the tests drive the real CLI (and the watcher and
 `purge` in process) and then grep every byte memlens wrote — the database, its
 -wal/-shm, and the decompressed columns — and every line it printed.
 """
@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlens.core import db as dbm
-from memlens.core.names import is_tagged, needs_new_name, stored_logical_path
+from memlens.core.ingest.names import is_tagged, needs_new_name, stored_logical_path
+from memlens.core.store import db as dbm
 from tests.conftest import MemoryTree, run_cli
 
 GH = "ghp_" + "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0KsQeWa"
@@ -170,7 +170,7 @@ def _legacy(tree: MemoryTree, make_service: Callable[..., Any], db: Path,
     document, its revisions (create, update, a rename from another secret name) and
     their diffs and summaries. Returns the document id."""
     with monkeypatch.context() as m:
-        m.setattr("memlens.core.ingest.stored_logical_path", lambda rel, key: rel)
+        m.setattr("memlens.core.ingest.pipeline.stored_logical_path", lambda rel, key: rel)
         svc = make_service(db)
         roots = svc.resolve_roots([tree.memdir()])
         tree.write("MEMORY.md", "# Memory\n\n- the registry\n")
@@ -310,8 +310,8 @@ def test_hit_source_finds_the_file_of_a_secret_name(
 @pytest.mark.parametrize("rel", [f"{GH}.md", f"a/{SLACK}/b.md", "a\\b/c.md", "a//b.md",
                                  f"x/{AWS}", "/abs/plain.md", "", f"{GH}\\{AWS}.md"])
 def test_cached_redaction_equals_redact_path(rel: str) -> None:
-    from memlens.core import names
-    from memlens.core.redact import redact_path
+    from memlens.core.ingest import names
+    from memlens.core.redact.engine import redact_path
 
     assert names._redacted(rel) == redact_path(rel)
 
@@ -323,8 +323,8 @@ def test_cached_redaction_equals_redact_path(rel: str) -> None:
        st.lists(st.sampled_from(["/", "\\", ".", ""]), min_size=8, max_size=8))
 def test_cached_redaction_equals_redact_path_property(parts: list[str], seps: list[str]
                                                       ) -> None:
-    from memlens.core import names
-    from memlens.core.redact import redact_path
+    from memlens.core.ingest import names
+    from memlens.core.redact.engine import redact_path
 
     rel = "".join(p + s for p, s in zip(parts, seps, strict=False))
     assert names._redacted(rel) == redact_path(rel)
@@ -335,8 +335,8 @@ def test_cached_redaction_equals_redact_path_property(parts: list[str], seps: li
 
 def test_a_new_install_key_renames_instead_of_duplicating(
         tree: MemoryTree, tmp_path: Path, clock: Any) -> None:
-    from memlens.core.config import load_settings
-    from memlens.core.embedding import make_embedder
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
     from memlens.core.service import MemoryService
 
     db = tmp_path / "rekey.db"

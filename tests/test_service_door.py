@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memlens.cli.main import build_parser
 from memlens.core.service import MemoryService, load_settings
 from memlens.core.types import (
     ChunkerConfig,
@@ -18,7 +19,6 @@ from memlens.core.types import (
     Stats,
     WatchEvent,
 )
-from memlens.tui.cli import build_parser
 from tests.conftest import MemoryTree, run_cli
 
 ALPHA = "# Alpha\n\nfirst body text about sqlite.\n\n## Beta\n\nsecond part.\n"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memlens.core import search as S
-from memlens.core import search_rows as R
+from memlens.core.search import engine as S
+from memlens.core.search import rows as R
 
 DOCS = {
     "deploy.md": "# Deploying\n\nWe deploy the api with a blue green rollout. Deployment keys"
@@ -51,7 +51,7 @@ def test_temp_snippets_equal_main_index_snippets(tree: Any, make_service: Any) -
 
 def test_search_hits_carry_highlights_on_a_read_only_database(tree: Any, make_service: Any,
                                                               tmp_path: Path) -> None:
-    from memlens.core import db as dbm
+    from memlens.core.store import db as dbm
 
     svc = _service(tree, make_service)
     svc.close()

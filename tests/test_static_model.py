@@ -1,6 +1,6 @@
 """The shipped static embedding model and its torch-free loader.
 
-The model folder ``src/memlens/core/models/memlens-static-minilm`` is made by
+The model folder ``src/memlens/core/embedders/models/memlens-static-minilm`` is made by
 ``tools/distill_static.py`` (see ``docs/research/static-model.md``).
 """
 
@@ -17,7 +17,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from memlens.core.static_model import (
+from memlens.core.embedders.static_model import (
     StaticModel,
     StaticModelError,
     _read_safetensors,
@@ -86,7 +86,7 @@ def _no_network(*args, **kwargs):
 socket.socket = _no_network
 socket.create_connection = _no_network
 t0 = time.perf_counter()
-from memlens.core.static_model import StaticModel
+from memlens.core.embedders.static_model import StaticModel
 model = StaticModel.load()
 load_seconds = time.perf_counter() - t0
 vectors = model.encode(json.loads(sys.argv[1]))

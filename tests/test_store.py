@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlens.core import db as dbm
 from memlens.core import faults
-from memlens.core.embedding import EmbeddingError, make_embedder
-from memlens.core.sources import roots_for_path
+from memlens.core.embedders.registry import EmbeddingError, make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.store import db as dbm
 
 
 def _doc(svc: Any, repository: str | None, path: str) -> dict[str, Any] | None:
@@ -192,7 +192,7 @@ def test_ambiguous_rename_becomes_delete_plus_create(make_service: Any, tree: An
 
 def test_superseded_projection_is_discarded(make_service: Any, tree: Any) -> None:
     """A projection for a revision that is no longer current is thrown away."""
-    from memlens.core import projection as proj
+    from memlens.core.projection import swap as proj
 
     tree.write("a.md", ALPHA)
     svc = make_service()
@@ -358,7 +358,7 @@ def test_history_diff_headers_not_glued(make_service: Any, tree: Any) -> None:
 
 def test_rechunk_revision(make_service: Any, tree: Any) -> None:
     """Rechunk records a new revision with the new config and re-projects."""
-    from memlens.core.chunking import ChunkerConfig
+    from memlens.core.chunking.chunker import ChunkerConfig
 
     body = "# T\n\n" + "\n".join(f"Line {i} about retries and queues." for i in range(200))
     tree.write("big.md", body)
@@ -462,7 +462,7 @@ def test_retention_keeps_current_and_active(make_service: Any, tree: Any) -> Non
 
 def test_projection_runs_in_batches_until_done(make_service: Any, tree: Any) -> None:
     """project_pending keeps claiming until nothing is pending (not just the first batch)."""
-    from memlens.core import projection as proj
+    from memlens.core.projection import swap as proj
 
     for i in range(7):
         tree.write(f"n{i}.md", f"# N{i}\n\nnote number {i}\n")

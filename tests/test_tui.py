@@ -23,7 +23,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, Static, Switch, TabbedContent
 
-from memlens.core.embedding import EmbeddingError, make_embedder
+from memlens.core.embedders.registry import EmbeddingError, make_embedder
 from memlens.core.service import MemoryService
 from memlens.tui.app import MemlensApp, MemlensCommands
 from memlens.tui.jobs import document_dict, history_dicts
@@ -32,8 +32,7 @@ from memlens.tui.screens.rechunk import RechunkDialog
 from memlens.tui.screens.search import SearchScreen
 from memlens.tui.widgets.chunk_view import ChunkView, build_lines
 from memlens.tui.widgets.doc_tree import PAGE, DocData, MoreData
-
-from .conftest import CORPUS, Clock
+from tests.conftest import CORPUS, Clock
 
 SIZE = (140, 45)
 _T = TypeVar("_T")
@@ -186,7 +185,7 @@ def build_scenario(tmp_path: Path, clock: Clock, make_service: Callable[..., Any
         "# Queued notes\n\nStored durably, not projected yet.\n", encoding="utf-8")
     svc.ingest(roots, project=False)
     clock.advance(600)
-    from memlens.core.chunking import ChunkerConfig
+    from memlens.core.chunking.chunker import ChunkerConfig
 
     perf = sc.doc_id(LANTERN, "performance.md")
     cfg = ChunkerConfig(strategy="windows", max_tokens=120, overlap_tokens=30)
@@ -431,7 +430,7 @@ async def test_chunk_view_draws_boundaries_and_jumps(scenario: Scenario) -> None
 
 def test_build_lines_keeps_every_character() -> None:
     """The layout never drops or duplicates text inside a chunk (offsets stay exact)."""
-    from memlens.core.chunking import ChunkerConfig, chunk_markdown
+    from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
 
     text = (CORPUS / LANTERN / "memory" / "performance.md").read_text(encoding="utf-8")
     chunks = chunk_markdown(text, ChunkerConfig(strategy="windows", max_tokens=80,
@@ -1201,7 +1200,8 @@ async def test_watch_key_when_watching_is_off(scenario: Scenario) -> None:
 
 
 def test_tui_subcommand_is_registered() -> None:
-    from memlens.tui import cli, cli_tui
+    from memlens.cli import main as cli
+    from memlens.cli import tui as cli_tui
 
     args = cli.build_parser().parse_args(["tui", "corpus", "--no-watch", "--db", "x.db"])
     assert args.handler is cli_tui.cmd_tui
@@ -1231,7 +1231,7 @@ def no_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[_Ran]:
 
 def test_memlens_tui_opens_demo_copy_without_claude_memory(no_run: type[_Ran],
                                                            tmp_path: Path) -> None:
-    from memlens.tui import cli
+    from memlens.cli import main as cli
 
     assert cli.main(["tui", "--no-watch"]) == 0
     app = no_run.app
@@ -1258,7 +1258,7 @@ def test_demo_folders_are_private(no_run: type[_Ran], tmp_path: Path) -> None:
     the database's own folders, whatever the umask (it followed the umask: 0755)."""
     import stat
 
-    from memlens.tui import cli
+    from memlens.cli import main as cli
 
     old = os.umask(0o022)
     try:
@@ -1275,7 +1275,7 @@ def test_demo_folders_are_private(no_run: type[_Ran], tmp_path: Path) -> None:
 
 
 def test_memlens_tui_with_paths(no_run: type[_Ran], tmp_path: Path) -> None:
-    from memlens.tui import cli
+    from memlens.cli import main as cli
 
     projects = copy_corpus(tmp_path / "projects")
     db = tmp_path / "x.db"
@@ -1289,7 +1289,7 @@ def test_memlens_tui_with_paths(no_run: type[_Ran], tmp_path: Path) -> None:
 
 def test_memlens_without_command_opens_the_tui(no_run: type[_Ran]) -> None:
     """``memlens`` alone behaves like ``memlens tui``."""
-    from memlens.tui import cli
+    from memlens.cli import main as cli
 
     assert cli.main([]) == 0
     assert no_run.app is not None and no_run.app.demo
@@ -1297,7 +1297,7 @@ def test_memlens_without_command_opens_the_tui(no_run: type[_Ran]) -> None:
 
 def _tui_fails_cleanly(*args: str) -> str:
     """``memlens tui ARGS`` exits 2 with one stderr line and never draws a screen."""
-    from .conftest import run_cli
+    from tests.conftest import run_cli
 
     r = run_cli("tui", "--no-watch", "--no-ingest", *args, timeout=60)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -1338,7 +1338,7 @@ def test_tui_refuses_a_bad_config(tmp_path: Path) -> None:
 
 def test_memlens_without_command_takes_the_tui_flags(no_run: type[_Ran],
                                                      tmp_path: Path) -> None:
-    from memlens.tui import cli
+    from memlens.cli import main as cli
 
     assert cli.main(["--demo", "--no-watch"]) == 0
     app = no_run.app

@@ -183,7 +183,7 @@ def test_unreachable_embedder_shows_on_documents_and_status_bar(
 
 
 async def _unreachable(tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
-    from memlens.core.embedding import make_embedder
+    from memlens.core.embedders.registry import make_embedder
     from tests.test_embedding_http import closed_port
     from tests.test_tui import copy_corpus, settle
     projects = copy_corpus(tmp_path / "projects")

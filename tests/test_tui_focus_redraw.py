@@ -16,10 +16,9 @@ from textual._compositor import Compositor
 
 from memlens.tui.app import MemlensApp
 from memlens.tui.widgets.doc_tree import DocumentTree
-
-from .conftest import MemoryTree
-from .test_tui import SIZE, async_test, settle
-from .test_tui_tree_messages import _app
+from tests.conftest import MemoryTree
+from tests.test_tui import SIZE, async_test, settle
+from tests.test_tui_tree_messages import _app
 
 
 def _row_style(dt: DocumentTree, y: int) -> tuple[Style | None, ...]:

@@ -18,8 +18,7 @@ from textual.widgets import Static
 
 from memlens.tui.app import MemlensApp
 from memlens.tui.widgets.footer import PALETTE_ROOM, BarKey, FittingFooter, item_text
-
-from .test_tui import SIZE, async_test, build_scenario, settle
+from tests.test_tui import SIZE, async_test, build_scenario, settle
 
 
 class Panel(Widget, can_focus=True):

@@ -40,9 +40,8 @@ from memlens.tui.heap import (
 )
 from memlens.tui.messages import DocumentsLoaded, IndexWarningsLoaded
 from memlens.tui.screens.search import DEBOUNCE_SECONDS, SearchScreen
-
-from .conftest import Clock
-from .test_tui import KESTREL, SIZE, Scenario, async_test, build_scenario, settle, type_text
+from tests.conftest import Clock
+from tests.test_tui import KESTREL, SIZE, Scenario, async_test, build_scenario, settle, type_text
 
 
 @pytest.fixture
@@ -394,7 +393,7 @@ async def test_search_stamps_fired_and_handled(tmp_path: Path, clock: Clock,
 def test_ui_modules_do_not_load_the_write_side_before_the_first_frame() -> None:
     """Importing the app (what ``memlens tui`` does before it draws) leaves the
     watcher, ingest, projection and redaction modules for the workers that use them."""
-    code = ("import sys, memlens.tui.cli\n"
+    code = ("import sys, memlens.cli.main\n"
             "from memlens.core.service import MemoryService\n"
             "from memlens.tui.app import MemlensApp\n"
             "print('\\n'.join(m for m in sys.modules if m.startswith('memlens.core.')))\n")
@@ -408,8 +407,8 @@ def test_ui_modules_do_not_load_the_write_side_before_the_first_frame() -> None:
 
 def test_ui_process_gets_one_blas_thread_unless_the_user_set_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from memlens.tui import cli_tui
-    from memlens.tui.cli import CliError, build_parser
+    from memlens.cli import tui as cli_tui
+    from memlens.cli.main import CliError, build_parser
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     cli_tui.limit_blas_threads()

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from memlens.tui.app import MemlensApp
-
-from .test_tui import SIZE, async_test, settle
+from tests.test_tui import SIZE, async_test, settle
 
 
 @async_test

@@ -18,9 +18,8 @@ from memlens.tui.screens.browser import (
 )
 from memlens.tui.screens.rechunk import RechunkDialog, chunks_content
 from memlens.tui.widgets.chunk_view import _wrap
-
-from .conftest import Clock
-from .test_tui import LANTERN, TIDEWATER, Scenario, async_test, build_scenario, select_doc, settle
+from tests.conftest import Clock
+from tests.test_tui import LANTERN, TIDEWATER, Scenario, async_test, build_scenario, select_doc, settle
 
 
 @pytest.fixture

@@ -18,9 +18,8 @@ from textual.widgets import OptionList, Static
 
 from memlens.tui.screens import search as search_screen
 from memlens.tui.screens.search import SearchScreen, hit_content, measured_options, option_fit
-
-from .test_tui import SIZE, Scenario, async_test, build_scenario, settle, type_text
-from .test_tui_search_tools import _open_search
+from tests.test_tui import SIZE, Scenario, async_test, build_scenario, settle, type_text
+from tests.test_tui_search_tools import _open_search
 
 
 @pytest.fixture

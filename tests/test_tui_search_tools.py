@@ -17,10 +17,9 @@ from textual.widgets import Select
 from memlens.tui.app import MemlensApp
 from memlens.tui.screens.search import SearchScreen
 from memlens.tui.widgets.hit_preview import HitPreview, editor_command, short_repositories
-
-from .conftest import Clock
-from .test_tui import Scenario, build_scenario, settle
-from .test_tui_snapshots import type_text
+from tests.conftest import Clock
+from tests.test_tui import Scenario, build_scenario, settle
+from tests.test_tui_snapshots import type_text
 
 
 def test_editor_command_puts_the_line_where_each_editor_wants_it() -> None:

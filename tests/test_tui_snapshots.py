@@ -23,9 +23,8 @@ from textual.widgets import Input, OptionList, Select
 
 from memlens.tui.app import MemlensApp
 from memlens.tui.screens.rechunk import RechunkDialog
-
-from .conftest import Clock
-from .test_tui import (
+from tests.conftest import Clock
+from tests.test_tui import (
     KESTREL,
     LANTERN,
     ORCHARD,

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Clock
-from .test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, build_scenario
-from .test_tui_snapshots import Snap, expand_all, keys, open_doc, quiet_app, rechunk_windows, steps
+from tests.conftest import Clock
+from tests.test_tui import LANTERN, ORCHARD, TIDEWATER, Scenario, build_scenario
+from tests.test_tui_snapshots import Snap, expand_all, keys, open_doc, quiet_app, rechunk_windows, steps
 
 SIZES = [(80, 24), (120, 36)]
 IDS = ["80x24", "120x36"]
@@ -72,7 +72,7 @@ def test_tree_hidden_80x24(scenario: Scenario, snap_compare: Snap) -> None:
 
 
 async def _search_cache_key(pilot: Any) -> None:
-    from .test_tui_snapshots import type_text
+    from tests.test_tui_snapshots import type_text
     await pilot.press("s")
     await type_text(pilot, "cache key")
 

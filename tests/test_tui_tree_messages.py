@@ -9,9 +9,8 @@ from typing import Any
 from textual.widgets import Tree
 
 from memlens.tui.app import MemlensApp
-
-from .conftest import MemoryTree
-from .test_tui import SIZE, async_test, settle
+from tests.conftest import MemoryTree
+from tests.test_tui import SIZE, async_test, settle
 
 REPOS = 30
 

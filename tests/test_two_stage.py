@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from memlens.core import db as dbm
-from memlens.core import projection as proj
-from memlens.core.db_schema import MIGRATIONS
-from memlens.core.embedding import make_embedder
-from memlens.core.sources import roots_for_path
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.projection import swap as proj
+from memlens.core.store import db as dbm
+from memlens.core.store.schema import MIGRATIONS
 
 DATA = Path(__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parent.parent
@@ -189,7 +189,7 @@ def test_doctor_tells_pending_from_broken(make_service: Any, tree: Any) -> None:
 
 def test_a_vector_slice_moves_the_matrix_fingerprint(make_service: Any, tree: Any) -> None:
     """Stage 2 adds vectors to existing nodes: the in-RAM matrix must see them."""
-    from memlens.core.node_changes import fingerprint, vector_fingerprint
+    from memlens.core.projection.changes import fingerprint, vector_fingerprint
 
     tree.write("a.md", "# A\n\nthe walrus note\n")
     svc = make_service()

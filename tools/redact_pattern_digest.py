@@ -107,7 +107,7 @@ def texts(listing: Path | None) -> list[str]:
 
 
 def digest(listing: Path | None) -> dict[str, object]:
-    from memlens.core.redact import redact
+    from memlens.core.redact.engine import redact
 
     corpus = texts(listing)
     per_pattern = {}

@@ -1,6 +1,6 @@
 """The ``memlens`` console script: a plain lexical search is answered by the one-shot
-path (:mod:`memlens.core.quick`); every other command line goes to the CLI of the UI
-package (:mod:`memlens.tui.cli`), which enters the core through the façade.
+path (:mod:`memlens.core.search.quick`); every other command line goes to the CLI of the UI
+package (:mod:`memlens.cli.main`), which enters the core through the façade.
 
 This module is not part of the UI: it holds no command handler and no widget, only the
 choice of which program runs. ``memlens search QUERY --mode lexical`` (with ``-k N``,
@@ -10,7 +10,7 @@ name one that does not exist), no ``MEMLENS_*`` setting but ``MEMLENS_DB`` and a
 ``MEMLENS_EMBEDDER`` (:data:`IGNORED_VARIABLES` are not settings). Then the process loads
 SQLite, ``json``, ``re`` and five small core modules instead of ``argparse`` and the façade
 (docs/benchmarks.md, "One-shot lexical search"); the result is printed by
-:mod:`memlens.tui.search_text`, as the full CLI prints it. Whatever the short path does not
+:mod:`memlens.cli.search_text`, as the full CLI prints it. Whatever the short path does not
 handle, including every error, is handed to the full CLI before anything is printed or
 written, so messages and exit codes have one source. ``tests/test_quick.py`` runs both on
 the same requests.
@@ -95,12 +95,12 @@ def _database(req: dict[str, Any]) -> str | None:
                 or var in IGNORED_VARIABLES:
             continue
         if var == "MEMLENS_EMBEDDER":
-            from memlens.core.quick import known_embedder
+            from memlens.core.search.quick import known_embedder
 
             if known_embedder(value):
                 continue  # lexical search uses no embedder; the name only has to be valid
         return None
-    from memlens.core import quick
+    from memlens.core.search import quick
 
     paths = quick.default_paths()
     if paths is None:
@@ -119,12 +119,12 @@ def _short(argv: Sequence[str]) -> int | None:
     db = _database(req)
     if db is None:
         return None
-    from memlens.core import quick
+    from memlens.core.search import quick
 
     result = quick.lexical_search(db, req["query"], k=req["k"], all_projects=req["all"])
     if result is None:
         return None
-    from memlens.tui.search_text import print_result
+    from memlens.cli.search_text import print_result
 
     try:
         print_result(result, req["json"])
@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     if done is not None:
         return done
-    from memlens.tui.cli import main as full
+    from memlens.cli.main import main as full
 
     return full(raw)
 

@@ -20,12 +20,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memlens.core import db as dbm
-from memlens.core.chunking import ChunkerConfig
-from memlens.core.config import load_settings
-from memlens.core.embedding import make_embedder
+from memlens.core.chunking.chunker import ChunkerConfig
+from memlens.core.config.settings import load_settings
+from memlens.core.embedders.registry import make_embedder
+from memlens.core.ingest.sources import roots_for_path
 from memlens.core.service import MemoryService
-from memlens.core.sources import roots_for_path
+from memlens.core.store import db as dbm
 
 OUT = Path(__file__).resolve().parent
 QUERIES = ["busy_timeout", "checkpoints background", "embedding cache", "ünïcode",

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import apsw
 
-from .db import read_txn, rows, scalar, vec_table_name, vector_spaces
+from memlens.core.store.db import read_txn, rows, scalar, vec_table_name, vector_spaces
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ frozen dataclasses of :mod:`memlens.core.types`, so the UI never sees SQL. The U
 (:meth:`~MemoryService.rechunk_and_project`), retry and after-ingest.
 
 The class is assembled from three modules to keep each small: the plumbing
-(:mod:`memlens.core.service_base`: settings, embedder, per-thread connections), the
-reads (:mod:`memlens.core.service_reads`) and, here, the writes, search and flows.
+(:mod:`memlens.core.runtime`: settings, embedder, per-thread connections), the
+reads (:mod:`memlens.core.reads`) and, here, the writes, search and flows.
 """
 
 from __future__ import annotations
@@ -20,19 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import db as dbm
-from . import search as search_mod
-from . import search_history, search_rows
-from .benchrun import (
+from memlens.bench.entry import (
     bench_embedder_options,
     render_bench_report,
     render_train_validation,
     run_benchmark,
 )
-from .config import load_settings
-from .db import explain_storage_error
-from .service_reads import ServiceReads
-from .sources import (
+from memlens.core.config.settings import load_settings
+from memlens.core.ingest.sources import (
     MemoryRoot,
     claude_projects_dir,
     decode_markdown,
@@ -40,29 +35,29 @@ from .sources import (
     read_file,
     roots_for_path,
 )
-from .types import (
-    DocumentSummary,
-    FilterIndex,
-    IngestOutcome,
-    PurgeOutcome,
-    RechunkOutcome,
-)
+from memlens.core.reads import ServiceReads
+from memlens.core.search import engine as search_mod
+from memlens.core.search import history as search_history
+from memlens.core.search import rows as search_rows
+from memlens.core.store import db as dbm
+from memlens.core.store.db import explain_storage_error
+from memlens.core.types import DocumentSummary, FilterIndex, IngestOutcome, PurgeOutcome, RechunkOutcome
 
 if TYPE_CHECKING:
-    from . import projection as proj
-    from .chunker_choice import ChunkerChoice
-    from .chunking import Chunk, ChunkerConfig, ChunkResult
-    from .ingest import FileChange
-    from .lexical_cache import LexicalCache
-    from .preview import QueryEffect
-    from .vector_matrix import VectorMatrixCache
-    from .watch import Watcher, WatchEvent
+    from memlens.core.chunking.choice import ChunkerChoice
+    from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
+    from memlens.core.ingest.pipeline import FileChange
+    from memlens.core.projection import swap as proj
+    from memlens.core.search.lexical_cache import LexicalCache
+    from memlens.core.search.preview import QueryEffect
+    from memlens.core.search.vector_matrix import VectorMatrixCache
+    from memlens.watch.watcher import Watcher, WatchEvent
 # The chunker, projection, ingest, redaction, purge and vector code are imported in the
 # methods that use them, so a one-shot read (`memlens search --mode lexical`, `docs`)
 # loads only the database, config and search modules (tests/test_imports.py,
 # benchmarks/cli_startup.py).
 
-from .service_base import Clock
+from memlens.core.runtime import Clock
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
            "explain_storage_error",
@@ -82,8 +77,8 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
     Raises:
         SourceError: The file cannot be read or is not valid Markdown text.
     """
-    from .chunking import chunk_markdown
-    from .redact import redact
+    from memlens.core.chunking.chunker import chunk_markdown
+    from memlens.core.redact.engine import redact
 
     data, _ = read_file(path)
     text = decode_markdown(data)
@@ -97,9 +92,9 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
 class MemoryService(ServiceReads):
     """Façade over the memlens core for one database."""
 
-    # (plumbing: memlens.core.service_base; reads: memlens.core.service_reads)
+    # (plumbing: memlens.core.runtime; reads: memlens.core.reads)
 
-    # In-RAM copies of the vector spaces (memlens.core.vector_matrix), loaded in the
+    # In-RAM copies of the vector spaces (memlens.core.search.vector_matrix), loaded in the
     # background from the second search at an unchanged store on: a one-shot command
     # never pays the load, a long-lived one (TUI, MCP) never waits for it.
     _vector_cache: VectorMatrixCache | None = None
@@ -107,13 +102,13 @@ class MemoryService(ServiceReads):
     def vector_cache(self) -> VectorMatrixCache:
         """This service's vector matrix cache (created on first use)."""
         if self._vector_cache is None:
-            from .vector_matrix import VectorMatrixCache
+            from memlens.core.search.vector_matrix import VectorMatrixCache
 
             self._vector_cache = VectorMatrixCache(
                 connect=lambda: dbm.connect(self.db_path, create=False))
         return self._vector_cache
 
-    # Phrase postings for common words (memlens.core.lexical_cache), built the third
+    # Phrase postings for common words (memlens.core.search.lexical_cache), built the third
     # time a phrase is searched at an unchanged store: the same rows and scores as FTS5.
     _lexical_cache: LexicalCache | None = None
 
@@ -124,7 +119,7 @@ class MemoryService(ServiceReads):
             mb = self.settings.search.lexical_cache_mb
             if mb <= 0:
                 return None
-            from .lexical_cache import LexicalCache
+            from memlens.core.search.lexical_cache import LexicalCache
 
             self._lexical_cache = LexicalCache(
                 weights=search_mod.BM25_WEIGHTS, budget_bytes=mb * 1024 * 1024,
@@ -165,8 +160,8 @@ class MemoryService(ServiceReads):
         return discover_default_roots()
 
     def _check_folder_names(self, roots: Sequence[MemoryRoot]) -> None:
-        from .sources import UsageError
-        from .store import repositories_at
+        from memlens.core.ingest.sources import UsageError
+        from memlens.core.store.records import repositories_at
 
         if not self.db_path.exists():
             return
@@ -186,8 +181,8 @@ class MemoryService(ServiceReads):
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
-        from . import projection as proj
-        from .ingest import IngestReport, ingest_root
+        from memlens.core.ingest.pipeline import IngestReport, ingest_root
+        from memlens.core.projection import swap as proj
 
         conn = self._writable()
         cfg = self.chunker_config()
@@ -213,7 +208,7 @@ class MemoryService(ServiceReads):
         return IngestOutcome(report, pr, proj.pending_count(conn))
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
-        from .store import apply_retention
+        from memlens.core.store.records import apply_retention
 
         ret = self.settings.retention
         for d in set(doc_ids):
@@ -227,8 +222,8 @@ class MemoryService(ServiceReads):
         now (an HTTP endpoint asked for its dimension refuses the connection) queues
         nothing: 0; the projection that follows records the reason on each document.
         """
-        from . import projection as proj
-        from .embedding import EmbedderUnavailable, EmbeddingError
+        from memlens.core.embedders.registry import EmbedderUnavailable, EmbeddingError
+        from memlens.core.projection import swap as proj
 
         try:
             fingerprint = self.embedder.fingerprint()
@@ -253,7 +248,7 @@ class MemoryService(ServiceReads):
         claimed document records the reason (failed, or stale while an older projection
         is served) with its back-off.
         """
-        from . import projection as proj
+        from memlens.core.projection import swap as proj
 
         self.mark_embedder_changes()
         ps = self.settings.projection
@@ -265,7 +260,7 @@ class MemoryService(ServiceReads):
 
     def vectors_waiting(self) -> int:
         """Live documents whose vectors are still being computed (searchable lexically)."""
-        from . import projection as proj
+        from memlens.core.projection import swap as proj
 
         return proj.vectors_waiting(self.conn())
 
@@ -276,7 +271,7 @@ class MemoryService(ServiceReads):
     def preview_rechunk(self, doc_id: int, config: ChunkerConfig) -> tuple[list[Chunk],
                                                                            list[Chunk]]:
         """(current chunks, chunks the new config would make) — writes nothing."""
-        from .chunking import chunk_markdown
+        from memlens.core.chunking.chunker import chunk_markdown
 
         config.validate()
         doc = self.detail(doc_id)
@@ -289,8 +284,8 @@ class MemoryService(ServiceReads):
                               queries: Sequence[str] | None = None) -> list[QueryEffect]:
         """How the document would rank for ``queries`` (default: the recent searches)
         with its current chunks and with ``config``'s — lexical ranking, nothing written
-        (see :mod:`memlens.core.preview`)."""
-        from . import preview as preview_mod
+        (see :mod:`memlens.core.search.preview`)."""
+        from memlens.core.search import preview as preview_mod
 
         doc = self.detail(doc_id)
         if doc is None:
@@ -305,8 +300,8 @@ class MemoryService(ServiceReads):
         Returns ids of documents that got a new revision. Projection is left to
         the caller (``project``), so a UI can run it in the background.
         """
-        from .chunking import chunk_markdown
-        from .store import write_rechunk
+        from memlens.core.chunking.chunker import chunk_markdown
+        from memlens.core.store.records import write_rechunk
 
         config.validate()
         conn = self._writable()
@@ -327,7 +322,7 @@ class MemoryService(ServiceReads):
                repository: str | None = None, doc_type: str | None = None,
                prefer_repository: str | None = None, all_projects: bool = False,
                ) -> search_mod.SearchResult:
-        """Search active projections (see :mod:`memlens.core.search`).
+        """Search active projections (see :mod:`memlens.core.search.engine`).
 
         Fusion comes from the ``[search]`` settings. Unless ``all_projects`` is set or
         ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
@@ -363,14 +358,14 @@ class MemoryService(ServiceReads):
     @staticmethod
     def match_spans(text: str, query: str) -> list[tuple[int, int]]:
         """Where the words of ``query`` occur in ``text`` (see
-        :func:`memlens.core.search.match_spans`), for highlighting an opened hit."""
+        :func:`memlens.core.search.engine.match_spans`), for highlighting an opened hit."""
         return search_mod.match_spans(text, query)
 
     def current_repository(self, cwd: Path | None = None) -> str | None:
         """The repository of the Claude project the user is in, if memlens holds it.
 
         Walks from ``cwd`` (default: the working directory) up to ``/`` and returns
-        the first Claude slug (:func:`memlens.core.search_rows.claude_slug`) that names a
+        the first Claude slug (:func:`memlens.core.search.rows.claude_slug`) that names a
         repository in the database, so a sub-folder of a project counts as the
         project. None when no ancestor is a known project.
         """
@@ -412,11 +407,11 @@ class MemoryService(ServiceReads):
         Raises:
             DatabaseReadOnly: The database cannot be written.
         """
-        from . import projection as proj
-        from .embedding import EmbedderUnavailable
-        from .redact import redact
-        from .store import document_ids
-        from .store_purge import rename_secret_names, reredact_document
+        from memlens.core.embedders.registry import EmbedderUnavailable
+        from memlens.core.projection import swap as proj
+        from memlens.core.redact.engine import redact
+        from memlens.core.store.purge import rename_secret_names, reredact_document
+        from memlens.core.store.records import document_ids
 
         conn = self._writable()
         conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
@@ -455,7 +450,7 @@ class MemoryService(ServiceReads):
                 debounce_ms: int | None = None, reconcile_seconds: float | None = None,
                 repository: str | None = None) -> Watcher:
         """A file watcher on ``roots`` (and new memory folders under ``scan_paths``)."""
-        from .watch import Watcher
+        from memlens.watch.watcher import Watcher
 
         return Watcher(self, roots, scan_paths=scan_paths, on_event=on_event,
                        debounce_ms=debounce_ms, reconcile_seconds=reconcile_seconds,
@@ -475,7 +470,7 @@ class MemoryService(ServiceReads):
                  ) -> IngestOutcome:
         """Startup: ingest durably, then project the queue in batches of ``batch``
         documents, calling ``on_batch(ids, report)`` after each one."""
-        from . import projection as proj
+        from memlens.core.projection import swap as proj
 
         out = self.ingest(roots, project=False, on_change=on_change)
         if out.report.stopped:
@@ -505,7 +500,7 @@ class MemoryService(ServiceReads):
 
     def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
         """What follows an ingest of ``changes``: project the documents they touched."""
-        from . import projection as proj
+        from memlens.core.projection import swap as proj
 
         ids = sorted({c.document_id for c in changes
                       if c.document_id is not None and c.kind not in ("unchanged", "failed")})
@@ -519,9 +514,9 @@ class MemoryService(ServiceReads):
 
         With ``remember`` (the default) the choice sticks: it is recorded per document,
         for ``repository``, or for all documents, and later edits and re-ingests chunk
-        with it (see :mod:`memlens.core.chunker_choice`).
+        with it (see :mod:`memlens.core.chunking.choice`).
         """
-        from . import projection as proj
+        from memlens.core.projection import swap as proj
 
         config.validate()
         if remember:
@@ -544,7 +539,7 @@ class MemoryService(ServiceReads):
         """Record a rechunk's configuration so later writes keep it; returns the scope
         (``repository`` when given, ``all`` when ``doc_ids`` is None, else ``document``
         for each id). A broader choice clears the narrower ones it covers."""
-        from . import chunker_choice as choice
+        from memlens.core.chunking import choice
 
         config.validate()
         conn, now = self._writable(), self.clock()
@@ -563,7 +558,7 @@ class MemoryService(ServiceReads):
     def effective_chunker(self, doc_id: int) -> ChunkerChoice:
         """The chunker settings a document uses now and where they come from
         (document > repository > all documents > settings)."""
-        from . import chunker_choice as choice
+        from memlens.core.chunking import choice
 
         doc = self.detail(doc_id)
         if doc is None:
@@ -576,7 +571,7 @@ class MemoryService(ServiceReads):
         None — the all-documents one) and the narrower ones it covers (a repository's
         documents; with neither, every choice), then rechunk the affected documents with
         what applies then."""
-        from . import chunker_choice as choice
+        from memlens.core.chunking import choice
 
         conn = self.conn()
         if doc_id is not None:
@@ -598,7 +593,7 @@ class MemoryService(ServiceReads):
     def chunker_choices(self) -> list[tuple[str, str, ChunkerConfig, float]]:
         """Every remembered chunker choice as (scope, target, config, set_at); the target
         is ``repository/path`` for a document, the repository, or ``*`` for all."""
-        from . import chunker_choice as choice
+        from memlens.core.chunking import choice
 
         out = []
         for scope, key, cfg, at in choice.choices(self.conn()):
@@ -614,7 +609,7 @@ class MemoryService(ServiceReads):
         Raises:
             ChunkerConfigError: An invalid combination (also TypeError/ValueError).
         """
-        from .chunking import ChunkerConfig
+        from memlens.core.chunking.chunker import ChunkerConfig
 
         d = self.settings.chunker_dict()
         d.update({k: v for k, v in overrides.items() if v is not None})

@@ -17,104 +17,104 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .bench import BenchError as BenchError
-    from .chunker_choice import ChunkerChoice as ChunkerChoice
-    from .chunking import STRATEGIES as STRATEGIES
-    from .chunking import Chunk as Chunk
-    from .chunking import ChunkerConfig as ChunkerConfig
-    from .chunking import ChunkerConfigError as ChunkerConfigError
-    from .chunking import ChunkResult as ChunkResult
-    from .config import FUSIONS as FUSIONS
-    from .config import ChunkerSettings as ChunkerSettings
-    from .config import ConfigError as ConfigError
-    from .config import EmbedderSettings as EmbedderSettings
-    from .config import ProjectionSettings as ProjectionSettings
-    from .config import RetentionSettings as RetentionSettings
-    from .config import SearchSettings as SearchSettings
-    from .config import Settings as Settings
-    from .config import WatchSettings as WatchSettings
-    from .db import DatabaseError as DatabaseError
-    from .db import StorageError as StorageError
-    from .doctor import Problem as Problem
-    from .embedder_names import EMBEDDER_NAMES as EMBEDDER_NAMES
-    from .embedding import EmbedderUnavailable as EmbedderUnavailable
-    from .embedding import EmbeddingError as EmbeddingError
-    from .indexfile import IndexWarning as IndexWarning
-    from .ingest import FileChange as FileChange
-    from .ingest import IngestReport as IngestReport
-    from .installkey import InstallKeyError as InstallKeyError
-    from .preview import QueryEffect as QueryEffect
-    from .projection import ProjectionOutcome as ProjectionOutcome
-    from .projection import ProjectionReport as ProjectionReport
-    from .projection import VectorReport as VectorReport
-    from .search import MODES as MODES
-    from .search import NO_WORD_NOTE as NO_WORD_NOTE
-    from .search import SearchError as SearchError
-    from .search import SearchHit as SearchHit
-    from .search import SearchResult as SearchResult
-    from .sources import MemoryRoot as MemoryRoot
-    from .sources import SourceError as SourceError
-    from .sources import UsageError as UsageError
-    from .sources import claude_slug as claude_slug
-    from .types_reads import DocumentDetail as DocumentDetail
-    from .types_reads import HitSource as HitSource
-    from .types_reads import ProjectionState as ProjectionState
-    from .types_reads import Revision as Revision
-    from .types_reads import RevisionChunker as RevisionChunker
-    from .types_reads import Stats as Stats
-    from .types_reads import _Keys
-    from .watch import WatchEvent as WatchEvent
+    from memlens.bench import BenchError as BenchError
+    from memlens.core.chunking.choice import ChunkerChoice as ChunkerChoice
+    from memlens.core.chunking.chunker import STRATEGIES as STRATEGIES
+    from memlens.core.chunking.chunker import Chunk as Chunk
+    from memlens.core.chunking.chunker import ChunkerConfig as ChunkerConfig
+    from memlens.core.chunking.chunker import ChunkerConfigError as ChunkerConfigError
+    from memlens.core.chunking.chunker import ChunkResult as ChunkResult
+    from memlens.core.config.settings import FUSIONS as FUSIONS
+    from memlens.core.config.settings import ChunkerSettings as ChunkerSettings
+    from memlens.core.config.settings import ConfigError as ConfigError
+    from memlens.core.config.settings import EmbedderSettings as EmbedderSettings
+    from memlens.core.config.settings import ProjectionSettings as ProjectionSettings
+    from memlens.core.config.settings import RetentionSettings as RetentionSettings
+    from memlens.core.config.settings import SearchSettings as SearchSettings
+    from memlens.core.config.settings import Settings as Settings
+    from memlens.core.config.settings import WatchSettings as WatchSettings
+    from memlens.core.details import DocumentDetail as DocumentDetail
+    from memlens.core.details import HitSource as HitSource
+    from memlens.core.details import ProjectionState as ProjectionState
+    from memlens.core.details import Revision as Revision
+    from memlens.core.details import RevisionChunker as RevisionChunker
+    from memlens.core.details import Stats as Stats
+    from memlens.core.details import _Keys
+    from memlens.core.doctor import Problem as Problem
+    from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
+    from memlens.core.embedders.registry import EmbedderUnavailable as EmbedderUnavailable
+    from memlens.core.embedders.registry import EmbeddingError as EmbeddingError
+    from memlens.core.ingest.indexfile import IndexWarning as IndexWarning
+    from memlens.core.ingest.installkey import InstallKeyError as InstallKeyError
+    from memlens.core.ingest.pipeline import FileChange as FileChange
+    from memlens.core.ingest.pipeline import IngestReport as IngestReport
+    from memlens.core.ingest.sources import MemoryRoot as MemoryRoot
+    from memlens.core.ingest.sources import SourceError as SourceError
+    from memlens.core.ingest.sources import UsageError as UsageError
+    from memlens.core.ingest.sources import claude_slug as claude_slug
+    from memlens.core.projection.swap import ProjectionOutcome as ProjectionOutcome
+    from memlens.core.projection.swap import ProjectionReport as ProjectionReport
+    from memlens.core.projection.swap import VectorReport as VectorReport
+    from memlens.core.search.engine import MODES as MODES
+    from memlens.core.search.engine import NO_WORD_NOTE as NO_WORD_NOTE
+    from memlens.core.search.engine import SearchError as SearchError
+    from memlens.core.search.engine import SearchHit as SearchHit
+    from memlens.core.search.engine import SearchResult as SearchResult
+    from memlens.core.search.preview import QueryEffect as QueryEffect
+    from memlens.core.store.db import DatabaseError as DatabaseError
+    from memlens.core.store.db import StorageError as StorageError
+    from memlens.watch.watcher import WatchEvent as WatchEvent
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
 # lexical search does not import the chunker, projection, ingest and redaction code.
 _LAZY: dict[str, str] = {
-    'ChunkerChoice': '.chunker_choice',
-    'STRATEGIES': '.chunking',
-    'Chunk': '.chunking',
-    'ChunkerConfig': '.chunking',
-    'ChunkerConfigError': '.chunking',
-    'ChunkResult': '.chunking',
-    'FUSIONS': '.config',
-    'EMBEDDER_NAMES': '.embedder_names',
-    'ChunkerSettings': '.config',
-    'ConfigError': '.config',
-    'EmbedderSettings': '.config',
-    'ProjectionSettings': '.config',
-    'RetentionSettings': '.config',
-    'SearchSettings': '.config',
-    'Settings': '.config',
-    'WatchSettings': '.config',
-    'DatabaseError': '.db',
-    'StorageError': '.db',
-    'Problem': '.doctor',
-    'EmbedderUnavailable': '.embedding',
-    'EmbeddingError': '.embedding',
-    'IndexWarning': '.indexfile',
-    'FileChange': '.ingest',
-    'IngestReport': '.ingest',
-    'InstallKeyError': '.installkey',
-    'QueryEffect': '.preview',
-    'ProjectionOutcome': '.projection',
-    'ProjectionReport': '.projection',
-    'VectorReport': '.projection',
-    'MODES': '.search',
-    'NO_WORD_NOTE': '.search',
-    'SearchError': '.search',
-    'SearchHit': '.search',
-    'SearchResult': '.search',
-    'MemoryRoot': '.sources',
-    'SourceError': '.sources',
-    'UsageError': '.sources',
-    'claude_slug': '.sources',
-    'BenchError': '.bench',
-    'WatchEvent': '.watch',
+    'ChunkerChoice': 'memlens.core.chunking.choice',
+    'STRATEGIES': 'memlens.core.chunking.chunker',
+    'Chunk': 'memlens.core.chunking.chunker',
+    'ChunkerConfig': 'memlens.core.chunking.chunker',
+    'ChunkerConfigError': 'memlens.core.chunking.chunker',
+    'ChunkResult': 'memlens.core.chunking.chunker',
+    'FUSIONS': 'memlens.core.config.settings',
+    'EMBEDDER_NAMES': 'memlens.core.embedders.names',
+    'ChunkerSettings': 'memlens.core.config.settings',
+    'ConfigError': 'memlens.core.config.settings',
+    'EmbedderSettings': 'memlens.core.config.settings',
+    'ProjectionSettings': 'memlens.core.config.settings',
+    'RetentionSettings': 'memlens.core.config.settings',
+    'SearchSettings': 'memlens.core.config.settings',
+    'Settings': 'memlens.core.config.settings',
+    'WatchSettings': 'memlens.core.config.settings',
+    'DatabaseError': 'memlens.core.store.db',
+    'StorageError': 'memlens.core.store.db',
+    'Problem': 'memlens.core.doctor',
+    'EmbedderUnavailable': 'memlens.core.embedders.registry',
+    'EmbeddingError': 'memlens.core.embedders.registry',
+    'IndexWarning': 'memlens.core.ingest.indexfile',
+    'FileChange': 'memlens.core.ingest.pipeline',
+    'IngestReport': 'memlens.core.ingest.pipeline',
+    'InstallKeyError': 'memlens.core.ingest.installkey',
+    'QueryEffect': 'memlens.core.search.preview',
+    'ProjectionOutcome': 'memlens.core.projection.swap',
+    'ProjectionReport': 'memlens.core.projection.swap',
+    'VectorReport': 'memlens.core.projection.swap',
+    'MODES': 'memlens.core.search.engine',
+    'NO_WORD_NOTE': 'memlens.core.search.engine',
+    'SearchError': 'memlens.core.search.engine',
+    'SearchHit': 'memlens.core.search.engine',
+    'SearchResult': 'memlens.core.search.engine',
+    'MemoryRoot': 'memlens.core.ingest.sources',
+    'SourceError': 'memlens.core.ingest.sources',
+    'UsageError': 'memlens.core.ingest.sources',
+    'claude_slug': 'memlens.core.ingest.sources',
+    'BenchError': 'memlens.bench',
+    'WatchEvent': 'memlens.watch.watcher',
     # this module's own detail values, defined apart so a short read does not build them
-    'DocumentDetail': '.types_reads',
-    'HitSource': '.types_reads',
-    'ProjectionState': '.types_reads',
-    'Revision': '.types_reads',
-    'RevisionChunker': '.types_reads',
-    'Stats': '.types_reads',
+    'DocumentDetail': 'memlens.core.details',
+    'HitSource': 'memlens.core.details',
+    'ProjectionState': 'memlens.core.details',
+    'Revision': 'memlens.core.details',
+    'RevisionChunker': 'memlens.core.details',
+    'Stats': 'memlens.core.details',
 }
 
 __all__ = [
@@ -285,7 +285,7 @@ def _norm(text: str) -> str:
 
 
 def _keys(d: DocumentSummary) -> _Keys:
-    from .types_reads import _Keys  # built when the finder first ranks (not at import)
+    from memlens.core.details import _Keys  # built when the finder first ranks (not at import)
 
     path = d.path
     stem = path[:-3] if path.lower().endswith(".md") else path
@@ -411,7 +411,7 @@ class FilterIndex:
         if raw in repos:
             return [raw]
         if raw.startswith(("/", "~")):
-            from .sources import claude_slug
+            from memlens.core.ingest.sources import claude_slug
 
             slug = claude_slug(os.path.expanduser(raw).rstrip("/") or "/")
             if slug in repos:
@@ -521,6 +521,6 @@ def __getattr__(name: str) -> Any:
     owner = _LAZY.get(name)
     if owner is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(owner, __package__), name)
+    value = getattr(importlib.import_module(owner), name)
     globals()[name] = value
     return value

@@ -27,9 +27,8 @@ from pydantic import Field
 
 from memlens.core.service import MemoryService
 from memlens.core.types import WatchEvent
-
-from . import tools
-from .tools import K_MAX, K_MIN, ToolInputError, ToolOutput, scrub
+from memlens.mcp import tools
+from memlens.mcp.tools import K_MAX, K_MIN, ToolInputError, ToolOutput, scrub
 
 log = logging.getLogger("memlens.mcp")
 T = TypeVar("T")

@@ -29,12 +29,11 @@ from textual.worker import Worker, WorkerState
 
 from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
-
-from .closing import exit_requested, quiet_when_closing
-from .commands import BROWSER_ACTIONS, MemlensCommands
-from .demo import banner
-from .heap import TICK, HeapKeeper
-from .messages import (
+from memlens.tui.closing import exit_requested, quiet_when_closing
+from memlens.tui.commands import BROWSER_ACTIONS, MemlensCommands
+from memlens.tui.demo import banner
+from memlens.tui.heap import TICK, HeapKeeper
+from memlens.tui.messages import (
     DetailLoaded,
     DetailMissing,
     DetailView,
@@ -47,15 +46,15 @@ from .messages import (
     StatsLoaded,
     WatchStatus,
 )
-from .screens.browser import BrowserScreen
-from .screens.help import HelpScreen
-from .screens.rechunk import RechunkRequest, dialog_for
-from .screens.search import SearchScreen, next_mode
-from .theme import install_themes, toggled
-from .widgets.debounce import Debouncer
-from .widgets.doc_tree import DocumentTree
-from .widgets.status_bar import StatusBar
-from .workers import AppWorkers, worker_failure
+from memlens.tui.screens.browser import BrowserScreen
+from memlens.tui.screens.help import HelpScreen
+from memlens.tui.screens.rechunk import RechunkRequest, dialog_for
+from memlens.tui.screens.search import SearchScreen, next_mode
+from memlens.tui.theme import install_themes, toggled
+from memlens.tui.widgets.debounce import Debouncer
+from memlens.tui.widgets.doc_tree import DocumentTree
+from memlens.tui.widgets.status_bar import StatusBar
+from memlens.tui.workers import AppWorkers, worker_failure
 
 __all__ = ["MemlensApp", "MemlensCommands"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from .app import MemlensApp
+    from memlens.tui.app import MemlensApp
 
 Command = tuple[str, str, str]
 """(name shown, help text, action run on the app)."""
@@ -69,7 +69,7 @@ class MemlensCommands(Provider):
     """Every memlens action in the command palette (document actions when one is selected)."""
 
     def _commands(self) -> list[Command]:
-        from .app import MemlensApp
+        from memlens.tui.app import MemlensApp
 
         app = self.app
         assert isinstance(app, MemlensApp)

@@ -90,7 +90,7 @@ def demo_db_path() -> Path:
 def banner(title: str, demo_folder: Path | None, demo_note: str | None, width: int) -> str:
     """The header's demo line for a terminal ``width`` wide: where the demo copy lives
     (edit it to try the watcher), the folder shortened from the middle."""
-    from .widgets.fmt import shorten_middle
+    from memlens.tui.widgets.fmt import shorten_middle
     if demo_folder is None:
         return "DEMO · " + (demo_note or "bundled corpus copy")
     folder = str(demo_folder)

@@ -15,9 +15,9 @@ from textual import on
 from textual.app import App
 from textual.notifications import SeverityLevel
 
-from .messages import WatchStatus
-from .screens.events import EventLog, EventsScreen, Level
-from .widgets.status_bar import StatusBar
+from memlens.tui.messages import WatchStatus
+from memlens.tui.screens.events import EventLog, EventsScreen, Level
+from memlens.tui.widgets.status_bar import StatusBar
 
 _LEVELS: dict[str, Level] = {"warning": "warning", "error": "error"}
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # annotations only: resolving ``WatchEvent`` or ``FileChange`
         WatchEvent,
     )
 
-from .messages import (
+from memlens.tui.messages import (
     DetailLoaded,
     DetailMissing,
     DetailView,

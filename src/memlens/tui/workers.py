@@ -24,10 +24,10 @@ from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 if TYPE_CHECKING:  # resolving it loads the watcher and the ingest path (start-up)
     from memlens.core.types import WatchEvent
 
-from . import jobs
-from .event_hooks import EventsApp
-from .heap import HeapKeeper
-from .messages import (
+from memlens.tui import jobs
+from memlens.tui.event_hooks import EventsApp
+from memlens.tui.heap import HeapKeeper
+from memlens.tui.messages import (
     DocumentRowsChanged,
     DocumentsLoaded,
     FilesUnreadable,
@@ -35,8 +35,8 @@ from .messages import (
     StatsLoaded,
     WatchStatus,
 )
-from .screens.rechunk import RechunkRequest
-from .widgets.doc_tree import DocumentTree
+from memlens.tui.screens.rechunk import RechunkRequest
+from memlens.tui.widgets.doc_tree import DocumentTree
 
 WORKER_TASKS: dict[str, str] = {
     "load_documents": "list documents",

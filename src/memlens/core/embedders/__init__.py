@@ -1,1 +1,1 @@
-"""The embedder implementations behind :mod:`memlens.core.embedding`."""
+"""The embedder implementations behind :mod:`memlens.core.embedders.registry`."""

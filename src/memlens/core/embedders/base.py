@@ -13,7 +13,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
-from ..embedder_names import EMBEDDER_NAMES as EMBEDDER_NAMES
+from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made (it costs ~50-170 ms)
     import numpy as np

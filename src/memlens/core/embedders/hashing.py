@@ -11,11 +11,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-from .base import (
-    BaseEmbedder,
-    EmbedderConfigError,
-    batched,
-)
+from memlens.core.embedders.base import BaseEmbedder, EmbedderConfigError, batched
 
 # --------------------------------------------------------------------------- hashing
 
@@ -44,7 +40,7 @@ class HashingEmbedder(BaseEmbedder):
 
     * **words**: lowercased ``\\w+`` tokens, minus a short English stop-word list
       (kept when a text has nothing else);
-    * **identifiers**: a token such as ``busy_timeout``, ``memlens.core.store``,
+    * **identifiers**: a token such as ``busy_timeout``, ``memlens.core.store.records``,
       ``camelCase`` or ``kebab-case`` is kept whole *and* split into its parts
       (``busy`` + ``timeout``), so ``busy_timeout``, ``busyTimeout`` and
       "busy timeout" all share features;

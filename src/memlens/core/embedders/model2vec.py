@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from .base import (
+from memlens.core.embedders.base import (
     _EXTRA_MODEL2VEC,
     STATIC_MODEL_NAME,
     EmbedderUnavailable,
@@ -127,7 +127,7 @@ class Model2VecEmbedder(_LocalModelEmbedder):
 class StaticEmbedder(_LocalModelEmbedder):
     """The distilled static model shipped inside memlens (``models/memlens-static-minilm``).
 
-    Loaded with memlens' own torch-free loader (:mod:`memlens.core.static_model`:
+    Loaded with memlens' own torch-free loader (:mod:`memlens.core.embedders.static_model`:
     ``tokenizers`` + numpy, no model2vec, no download). It embeds a text as the mean of
     its token vectors, like :class:`Model2VecEmbedder`, so related words land near each
     other; results agree with model2vec's to about 1e-5 but are not bit-identical, which
@@ -153,7 +153,7 @@ class StaticEmbedder(_LocalModelEmbedder):
                 f"the shipped static model is missing from this installation (expected at "
                 f"{folder}); reinstall memlens, or use the hashing embedder"
             )
-        from .. import static_model
+        from memlens.core.embedders import static_model
 
         try:
             loaded = static_model.StaticModel.load(folder)
@@ -174,7 +174,7 @@ class StaticEmbedder(_LocalModelEmbedder):
     def _extra_info(self) -> dict[str, object]:
         details: dict[str, object] = {
             **self._folder_info("bundled"),
-            "loader": "memlens.core.static_model (tokenizers + numpy)",
+            "loader": "memlens.core.embedders.static_model (tokenizers + numpy)",
             "semantic": True,
         }
         model_info = self._model.info()

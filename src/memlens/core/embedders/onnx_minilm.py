@@ -1,6 +1,6 @@
 """The ONNX all-MiniLM-L6-v2 embedder: a transformer encoder without torch.
 
-memlens ships ``core/models/minilm-l6-v2-int8/``: the BERT encoder of
+memlens ships ``core/embedders/models/minilm-l6-v2-int8/``: the BERT encoder of
 ``sentence-transformers/all-MiniLM-L6-v2`` exported to ONNX and quantised to int8
 (``tools/export_minilm_onnx.py``), with the model's ``tokenizer.json``. It runs on
 ``onnxruntime`` (CPU) and ``tokenizers``; mean pooling over the attention mask and L2
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-from .base import (
+from memlens.core.embedders.base import (
     EmbedderConfigError,
     EmbedderUnavailable,
     _dist_version,
@@ -34,9 +34,9 @@ from .base import (
 )
 
 MINILM_MODEL_NAME: Final = "minilm-l6-v2-int8"
-"""Folder name of the shipped model under ``core/models/``."""
+"""Folder name of the shipped model under ``core/embedders/models/``."""
 
-MINILM_MODEL_DIR: Final[Path] = Path(__file__).resolve().parent.parent / "models" / MINILM_MODEL_NAME
+MINILM_MODEL_DIR: Final[Path] = Path(__file__).resolve().parent / "models" / MINILM_MODEL_NAME
 """Where the shipped ONNX model lives."""
 
 MINILM_DEFAULT_POOL_WINDOWS: Final = True

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-from .base import (
+from memlens.core.embedders.base import (
     BaseEmbedder,
     EmbedderConfigError,
     EmbeddingError,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from .base import (
+from memlens.core.embedders.base import (
     _EXTRA_ST,
     _TORCH_HINT,
     EmbedderUnavailable,

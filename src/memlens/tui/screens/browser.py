@@ -24,14 +24,13 @@ from textual.widget import Widget
 from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 
 from memlens.core.types import DocumentSummary
-
-from ..closing import exit_requested
-from ..messages import DetailView, DocumentsLoaded
-from ..theme import memlens_theme
-from ..widgets.chunk_view import ChunkView
-from ..widgets.doc_tree import DocumentTree
-from ..widgets.file_map import FileMap
-from ..widgets.fmt import (
+from memlens.tui.closing import exit_requested
+from memlens.tui.messages import DetailView, DocumentsLoaded
+from memlens.tui.theme import memlens_theme
+from memlens.tui.widgets.chunk_view import ChunkView
+from memlens.tui.widgets.doc_tree import DocumentTree
+from memlens.tui.widgets.file_map import FileMap
+from memlens.tui.widgets.fmt import (
     STATUS_STYLES,
     WARNING_GLYPH,
     glyph,
@@ -43,14 +42,14 @@ from ..widgets.fmt import (
     tidy_runs,
     timestamp,
 )
-from ..widgets.footer import FittingFooter
-from ..widgets.pane_divider import PaneDivider
-from ..widgets.projection_panel import ProjectionPanel
-from ..widgets.status_bar import StatusBar
-from ..widgets.timeline import TimelineView
+from memlens.tui.widgets.footer import FittingFooter
+from memlens.tui.widgets.pane_divider import PaneDivider
+from memlens.tui.widgets.projection_panel import ProjectionPanel
+from memlens.tui.widgets.status_bar import StatusBar
+from memlens.tui.widgets.timeline import TimelineView
 
 if TYPE_CHECKING:
-    from ..app import MemlensApp
+    from memlens.tui.app import MemlensApp
 
 NARROW_BELOW = 100
 """Terminals narrower than this get the one-column layout: the tree above the detail."""
@@ -130,7 +129,7 @@ class BrowserScreen(Screen[None]):
     @property
     def memlens(self) -> MemlensApp:
         """The app, typed."""
-        from ..app import MemlensApp
+        from memlens.tui.app import MemlensApp
 
         app = self.app
         assert isinstance(app, MemlensApp)

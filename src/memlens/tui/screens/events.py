@@ -25,7 +25,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 
-from ..widgets.footer import FittingFooter
+from memlens.tui.widgets.footer import FittingFooter
 
 Level = Literal["info", "warning", "error"]
 LEVEL_STYLE: dict[str, str] = {"info": "$text-muted", "warning": "$text-warning",

@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..widgets.fmt import STATUS_GLYPHS, STATUS_STYLES, WARNING_GLYPH
+from memlens.tui.widgets.fmt import STATUS_GLYPHS, STATUS_STYLES, WARNING_GLYPH
 
 KEYS: list[tuple[str, str]] = [
     ("/", "filter documents: file name, path, heading, name; `tidewater` picks a repository"),

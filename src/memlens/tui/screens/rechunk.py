@@ -28,9 +28,9 @@ from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigEr
 if TYPE_CHECKING:  # resolving it loads the projection and the redaction rules (start-up)
     from memlens.core.types import QueryEffect
 
-from ..messages import DetailView, PreviewReady
-from ..widgets.debounce import Debouncer
-from ..widgets.fmt import heading_label, size_bar, tidy_runs, token_stats
+from memlens.tui.messages import DetailView, PreviewReady
+from memlens.tui.widgets.debounce import Debouncer
+from memlens.tui.widgets.fmt import heading_label, size_bar, tidy_runs, token_stats
 
 PREVIEW_DEBOUNCE = 0.1
 ORIGINS = {"document": "this document's rechunk", "repository": "this repository's rechunk",

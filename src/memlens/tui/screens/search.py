@@ -24,12 +24,11 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from memlens.core.types import MODES, NO_WORD_NOTE, HitSource, SearchHit
-
-from ..messages import HitSourceLoaded, SearchOutcome, SearchResults
-from ..widgets.debounce import Debouncer
-from ..widgets.fmt import heading_label
-from ..widgets.footer import FittingFooter
-from ..widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
+from memlens.tui.messages import HitSourceLoaded, SearchOutcome, SearchResults
+from memlens.tui.widgets.debounce import Debouncer
+from memlens.tui.widgets.fmt import heading_label
+from memlens.tui.widgets.footer import FittingFooter
+from memlens.tui.widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
 
 DEBOUNCE_SECONDS = 0.1
 """Quiet time after a keystroke before the query runs. Keys of a fast burst (under

@@ -28,9 +28,8 @@ from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from memlens.core.types import Chunk
-
-from .fmt import heading_label, size_bar
-from .frame_style import FrameMemo
+from memlens.tui.widgets.fmt import heading_label, size_bar
+from memlens.tui.widgets.frame_style import FrameMemo
 
 LARGE_CHARS = 200_000
 """Documents with more text than this are laid out in a thread worker."""

@@ -14,7 +14,7 @@ from typing import Any
 from textual.app import App
 from textual.timer import Timer
 
-from ..closing import exit_requested
+from memlens.tui.closing import exit_requested
 
 
 class Debouncer:

@@ -26,9 +26,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from memlens.core.types import DocumentSummary, IndexWarning
-
-from .fmt import WARNING_GLYPH, glyph, human_size
-from .frame_style import FrameMemo
+from memlens.tui.widgets.fmt import WARNING_GLYPH, glyph, human_size
+from memlens.tui.widgets.frame_style import FrameMemo
 
 PAGE = 250
 """Children added per expansion step (the rest sit behind a "more" row)."""

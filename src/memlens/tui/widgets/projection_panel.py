@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static
 
-from .fmt import STATUS_STYLES, glyph, relative, tidy_runs, timestamp
+from memlens.tui.widgets.fmt import STATUS_STYLES, glyph, relative, tidy_runs, timestamp
 
 MEANING = {
     "ready": "the current revision is searchable",

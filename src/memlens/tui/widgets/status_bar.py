@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from .fmt import glyph, tidy_runs
+from memlens.tui.widgets.fmt import glyph, tidy_runs
 
 
 class StatusBar(Static):

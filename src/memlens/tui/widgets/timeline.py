@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from .fmt import chunker_label, plural, short_hash, tidy_runs, timestamp
+from memlens.tui.widgets.fmt import chunker_label, plural, short_hash, tidy_runs, timestamp
 
 HUNK_STYLE = "$text-primary"
 """``@@`` hunk headers (a fixed cyan was 2.3:1 on the light theme's grey)."""

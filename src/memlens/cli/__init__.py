@@ -1,0 +1,1 @@
+"""The memlens command line: a client of the door (memlens.core.service / memlens.core.types)."""

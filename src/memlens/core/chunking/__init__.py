@@ -1,0 +1,3 @@
+"""Markdown chunking: markdown-it tokens -> sections -> bounded windows; token estimators; remembered
+rechunk choices.
+"""

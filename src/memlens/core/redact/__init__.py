@@ -1,0 +1,3 @@
+"""Secret redaction: built-in token rules by family, keyed syntaxes, entropy fallback, evaluation on
+labelled sets.
+"""

@@ -1,0 +1,1 @@
+"""The durable store: connection, schema and migrations, documents / revisions / chunks, purge."""
