@@ -116,7 +116,8 @@ def run_memlens(db: Path, emb: Embedder) -> tuple[float, float, int]:
 def run_floor(db: Path, emb: Embedder) -> tuple[float, float, int]:
     """The same rows in one transaction after one embed call (no claim, cache or prune)."""
     from memlens.core.projection import swap as proj
-    from memlens.core.store.db import ensure_vector_space, pack_text, vec_table_name
+    from memlens.core.projection.spaces import ensure_vector_space
+    from memlens.core.store.db import pack_text, vec_table_name
 
     svc = _service(db, emb)
     try:

@@ -737,7 +737,7 @@ def run_vfs_scenario(sc: Scenario, workdir: Path, *, stride: int = 1,
 
 
 def _own_owner() -> str:
-    from memlens.core.projection.swap import process_owner
+    from memlens.core.projection.queue import process_owner
 
     return process_owner()
 

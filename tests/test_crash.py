@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.projection import swap as proj
+from memlens.core.projection import queue as proj
+from memlens.core.projection.vectors import vectors_waiting
 from memlens.core.store import db as dbm
 from tests import reliability_helpers as H
 
@@ -162,7 +163,7 @@ def test_sigkill_during_the_vector_stage_resumes(tmp_path: Path) -> None:
         done = int(dbm.scalar(conn, "SELECT SUM(vector_done) FROM memory_documents") or 0)
         total = int(dbm.scalar(conn, "SELECT SUM(vector_total) FROM memory_documents") or 0)
         assert 0 < done < total  # the first slice was committed, the second was not
-        assert proj.vectors_waiting(conn) > 0
+        assert vectors_waiting(conn) > 0
         assert H.problems_of(svc) == []  # waiting for vectors is normal
         assert len(svc.search("zebraprobe", mode="lexical", k=50).hits) == 40
         notes = svc.search("zebraprobe kites").notes
@@ -170,7 +171,7 @@ def test_sigkill_during_the_vector_stage_resumes(tmp_path: Path) -> None:
         rep = svc.project()
         assert rep.vectors is not None and rep.vectors.error is None
         assert Counting.texts == total - done  # resumed: nothing embedded twice
-        assert proj.vectors_waiting(conn) == 0
+        assert vectors_waiting(conn) == 0
         assert int(dbm.scalar(conn, "SELECT SUM(vector_done) FROM memory_documents")) == total
         assert not any("wait for their vectors" in n
                        for n in svc.search("zebraprobe kites").notes)

@@ -10,6 +10,7 @@ import pytest
 from memlens.core import faults
 from memlens.core.ingest.sources import roots_for_path
 from memlens.core.projection import swap as proj
+from memlens.core.projection.queue import queue_other_embedder
 
 
 def _write(tree: Any, n: int, word: str = "alpha") -> None:
@@ -166,18 +167,18 @@ def test_queue_other_embedder_without_the_write_lock_when_nothing_changed(
     conn.setbusytimeout(0)
     other.execute("BEGIN IMMEDIATE")  # a writer elsewhere holds the lock
     try:
-        assert proj.queue_other_embedder(conn, fp) == 0
+        assert queue_other_embedder(conn, fp) == 0
         assert svc.queued_document_ids() == []
     finally:
         other.execute("ROLLBACK")
-    assert proj.queue_other_embedder(conn, fp + ":other") == 5
+    assert queue_other_embedder(conn, fp + ":other") == 5
     assert len(svc.queued_document_ids()) == 5
     assert svc.project().count("ready") == 5
-    assert proj.queue_other_embedder(conn, fp) == 0
+    assert queue_other_embedder(conn, fp) == 0
     first = int(conn.execute("SELECT MIN(id) FROM knowledge_nodes").fetchone()[0])
     doc = int(conn.execute("SELECT document_id FROM knowledge_nodes WHERE id = ?",
                            (first,)).fetchone()[0])
     conn.execute("UPDATE knowledge_nodes SET vector_space = NULL WHERE id = ?", (first,))
-    assert proj.queue_other_embedder(conn, fp) == 1
+    assert queue_other_embedder(conn, fp) == 1
     assert svc.queued_document_ids() == [doc]
     other.close()

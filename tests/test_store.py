@@ -462,15 +462,16 @@ def test_retention_keeps_current_and_active(make_service: Any, tree: Any) -> Non
 
 def test_projection_runs_in_batches_until_done(make_service: Any, tree: Any) -> None:
     """project_pending keeps claiming until nothing is pending (not just the first batch)."""
-    from memlens.core.projection import swap as proj
+    from memlens.core.projection.queue import pending_count
+    from memlens.core.projection.run import project_pending
 
     for i in range(7):
         tree.write(f"n{i}.md", f"# N{i}\n\nnote number {i}\n")
     svc = make_service()
     _ingest(svc, tree, project=False)
-    rep = proj.project_pending(svc.conn(), svc.embedder, svc.clock, batch=2)
+    rep = project_pending(svc.conn(), svc.embedder, svc.clock, batch=2)
     assert rep.count("ready") == 7
-    assert proj.pending_count(svc.conn())["pending"] == 0
+    assert pending_count(svc.conn())["pending"] == 0
 
 
 def test_embedding_cache_reused_on_rename(make_service: Any, tree: Any) -> None:

@@ -19,7 +19,9 @@ import numpy as np
 
 from memlens.core.embedders.registry import make_embedder
 from memlens.core.ingest.sources import roots_for_path
-from memlens.core.projection import swap as proj
+from memlens.core.projection.queue import queue_notices
+from memlens.core.projection.run import project_pending
+from memlens.core.projection.vectors import embed_vectors, vectors_waiting
 from memlens.core.store import db as dbm
 from memlens.core.store.schema import MIGRATIONS
 
@@ -128,7 +130,7 @@ def test_small_documents_first_and_a_big_one_in_slices(make_service: Any, tree: 
             seen.append("ingested")
 
     emb.after_call = late_file
-    rep = proj.project_pending(svc.conn(), emb, svc.clock, slice_texts=8)
+    rep = project_pending(svc.conn(), emb, svc.clock, slice_texts=8)
     assert rep.vectors is not None and rep.vectors.waiting == 0
     assert all(len(c) <= 8 for c in emb.calls)
     assert all(any(f"small note {i}" in t for t in emb.calls[0]) for i in range(3))
@@ -178,7 +180,7 @@ def test_doctor_tells_pending_from_broken(make_service: Any, tree: Any) -> None:
     # the same node, pending: normal, and a notice says what waits
     conn.execute("UPDATE memory_documents SET vector_done=0 WHERE logical_path='a.md'")
     assert svc.doctor()[1] == []
-    assert any("wait for 1 vector" in n for n in proj.queue_notices(conn, svc.clock()))
+    assert any("wait for 1 vector" in n for n in queue_notices(conn, svc.clock()))
     svc.project()
     assert svc.doctor()[1] == []
     # a vector without a node
@@ -211,7 +213,7 @@ def test_vector_matrix_cache_sees_stage_two(make_service: Any, tree: Any) -> Non
     svc = make_service()
     svc.ingest(roots_for_path(tree.projects), project=False)
     svc.project(vectors=False, document_ids=[svc.locate(None, "a.md").id])
-    proj.embed_vectors(svc.conn(), svc.embedder, svc.clock,
+    embed_vectors(svc.conn(), svc.embedder, svc.clock,
                        document_ids=[svc.locate(None, "a.md").id])
     for _ in range(3):  # the matrix is loaded after a few searches at one fingerprint
         assert [h.path for h in svc.search("heron", mode="vector").hits] == ["a.md"]
@@ -240,7 +242,7 @@ def test_upgrade_from_v8(tmp_path: Path, make_service: Any) -> None:
         " k.document_id=d.id), d.vector_total, d.vector_done FROM memory_documents d")}
     assert any(n for n, _, _ in per_doc.values())
     assert all(n == t == d for n, t, d in per_doc.values()), per_doc
-    assert proj.vectors_waiting(conn) == 0
+    assert vectors_waiting(conn) == 0
     assert svc.doctor()[1] == []
     assert all(d.as_json()["vectors"]["status"] == "ready" for d in svc.list_documents())
 

@@ -262,14 +262,15 @@ class ServiceReads(ServiceBase):
 
     def pending_count(self) -> dict[str, int]:
         """Projection queue: live documents per projection status."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
 
         return proj.pending_count(self.conn())
 
     def statistics(self) -> Stats:
         """Counts for a status bar: documents, chunks, queue, embedder."""
         from memlens.core.details import Stats
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
+        from memlens.core.projection.vectors import vectors_waiting
 
         conn = self.conn()
         docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"
@@ -279,7 +280,7 @@ class ServiceReads(ServiceBase):
         nodes = int(dbm.scalar(conn, "SELECT COUNT(*) FROM knowledge_nodes") or 0)
         return Stats(db=str(self.db_path), documents=docs, tombstoned=tomb, chunks=nodes,
                      queue=proj.pending_count(conn), embedder=self.embedder_label(),
-                     vectors_waiting=proj.vectors_waiting(conn))
+                     vectors_waiting=vectors_waiting(conn))
 
     def embedder_label(self) -> str:
         """Short embedder description, or the reason it is unavailable."""
@@ -321,7 +322,7 @@ class ServiceReads(ServiceBase):
     def doctor_notices(self) -> list[str]:
         """Not problems but unfinished work: the projection queue, failures waiting for
         their retry, claims of processes that are gone."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
 
         return proj.queue_notices(self.conn(), self.clock())
 
@@ -350,6 +351,6 @@ class ServiceReads(ServiceBase):
 
     def queued_document_ids(self) -> list[int]:
         """Live documents a projection run would pick up now, in id order."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
 
         return proj.queued_document_ids(self.conn(), self.clock())

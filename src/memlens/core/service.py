@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from memlens.core.chunking.choice import ChunkerChoice
     from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
     from memlens.core.ingest.pipeline import FileChange
-    from memlens.core.projection import swap as proj
+    from memlens.core.projection import reports as proj
     from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.preview import QueryEffect
     from memlens.core.search.vector_matrix import VectorMatrixCache
@@ -182,7 +182,7 @@ class MemoryService(ServiceReads):
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
         from memlens.core.ingest.pipeline import IngestReport, ingest_root
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
 
         conn = self._writable()
         cfg = self.chunker_config()
@@ -223,7 +223,7 @@ class MemoryService(ServiceReads):
         nothing: 0; the projection that follows records the reason on each document.
         """
         from memlens.core.embedders.registry import EmbedderUnavailable, EmbeddingError
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import queue as proj
 
         try:
             fingerprint = self.embedder.fingerprint()
@@ -248,7 +248,7 @@ class MemoryService(ServiceReads):
         claimed document records the reason (failed, or stale while an older projection
         is served) with its back-off.
         """
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import run as proj
 
         self.mark_embedder_changes()
         ps = self.settings.projection
@@ -260,7 +260,7 @@ class MemoryService(ServiceReads):
 
     def vectors_waiting(self) -> int:
         """Live documents whose vectors are still being computed (searchable lexically)."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import vectors as proj
 
         return proj.vectors_waiting(self.conn())
 
@@ -408,7 +408,7 @@ class MemoryService(ServiceReads):
             DatabaseReadOnly: The database cannot be written.
         """
         from memlens.core.embedders.registry import EmbedderUnavailable
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection.swap import drop_projection, optimize_fts
         from memlens.core.redact.engine import redact
         from memlens.core.store.purge import rename_secret_names, reredact_document
         from memlens.core.store.records import document_ids
@@ -425,7 +425,7 @@ class MemoryService(ServiceReads):
         key = self.install_key()
         for d in ids:
             renamed = rename_secret_names(conn, d, key, self.clock())
-            r = reredact_document(conn, d, red, self.clock(), unproject=proj.drop_projection)
+            r = reredact_document(conn, d, red, self.clock(), unproject=drop_projection)
             if renamed and not (r.document or r.revisions or r.chunks or r.reprojected):
                 changed.append(d)  # queued for new nodes by the rename
             revisions += r.revisions
@@ -440,7 +440,7 @@ class MemoryService(ServiceReads):
             except EmbedderUnavailable as exc:
                 note = (f"not re-projected ({exc}); they stay queued: run `memlens project`"
                         " (then `memlens purge` again to compact)")
-        proj.optimize_fts(conn)
+        optimize_fts(conn)
         truncated = dbm.secure_vacuum(conn)
         return PurgeOutcome(len(ids), len(changed), revisions, chunks, report, truncated, note)
 
@@ -470,7 +470,7 @@ class MemoryService(ServiceReads):
                  ) -> IngestOutcome:
         """Startup: ingest durably, then project the queue in batches of ``batch``
         documents, calling ``on_batch(ids, report)`` after each one."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import reports as proj
 
         out = self.ingest(roots, project=False, on_change=on_change)
         if out.report.stopped:
@@ -500,7 +500,7 @@ class MemoryService(ServiceReads):
 
     def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
         """What follows an ingest of ``changes``: project the documents they touched."""
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import reports as proj
 
         ids = sorted({c.document_id for c in changes
                       if c.document_id is not None and c.kind not in ("unchanged", "failed")})
@@ -516,7 +516,7 @@ class MemoryService(ServiceReads):
         for ``repository``, or for all documents, and later edits and re-ingests chunk
         with it (see :mod:`memlens.core.chunking.choice`).
         """
-        from memlens.core.projection import swap as proj
+        from memlens.core.projection import reports as proj
 
         config.validate()
         if remember:

@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from memlens.core.ingest.sources import SourceError as SourceError
     from memlens.core.ingest.sources import UsageError as UsageError
     from memlens.core.ingest.sources import claude_slug as claude_slug
-    from memlens.core.projection.swap import ProjectionOutcome as ProjectionOutcome
-    from memlens.core.projection.swap import ProjectionReport as ProjectionReport
-    from memlens.core.projection.swap import VectorReport as VectorReport
+    from memlens.core.projection.reports import ProjectionOutcome as ProjectionOutcome
+    from memlens.core.projection.reports import ProjectionReport as ProjectionReport
+    from memlens.core.projection.reports import VectorReport as VectorReport
     from memlens.core.search.engine import MODES as MODES
     from memlens.core.search.engine import NO_WORD_NOTE as NO_WORD_NOTE
     from memlens.core.search.engine import SearchError as SearchError
@@ -94,9 +94,9 @@ _LAZY: dict[str, str] = {
     'IngestReport': 'memlens.core.ingest.pipeline',
     'InstallKeyError': 'memlens.core.ingest.installkey',
     'QueryEffect': 'memlens.core.search.preview',
-    'ProjectionOutcome': 'memlens.core.projection.swap',
-    'ProjectionReport': 'memlens.core.projection.swap',
-    'VectorReport': 'memlens.core.projection.swap',
+    'ProjectionOutcome': 'memlens.core.projection.reports',
+    'ProjectionReport': 'memlens.core.projection.reports',
+    'VectorReport': 'memlens.core.projection.reports',
     'MODES': 'memlens.core.search.engine',
     'NO_WORD_NOTE': 'memlens.core.search.engine',
     'SearchError': 'memlens.core.search.engine',

@@ -27,7 +27,7 @@ from memlens.core.ingest.sources import (
     is_markdown_name,
     roots_for_path,
 )
-from memlens.core.projection.swap import ProjectionReport
+from memlens.core.projection.reports import ProjectionReport
 from memlens.core.store import db as dbm
 from memlens.watch.events import MAX_SETTLE_SECONDS, Interrupted, Scope, WatcherBase, is_under, sig
 

@@ -66,7 +66,7 @@ class LimitsSettings:
 @dataclass(frozen=True)
 class ProjectionSettings:
     """``[projection]``: retry back-off of failed projections; the cap on vectors embedded
-    afresh per document revision (0: none; see ``projection.MAX_VECTORS_PER_DOCUMENT``)."""
+    afresh per document revision (0: none; see ``projection.vectors.MAX_VECTORS_PER_DOCUMENT``)."""
 
     retry_base_seconds: float
     retry_max_seconds: float

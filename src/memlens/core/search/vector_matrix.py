@@ -12,7 +12,7 @@ one read inside the caller's own read transaction, so a search sees the vectors 
 its snapshot and never a half-applied projection swap. The fingerprint is
 ``(space, sqlite_sequence.seq of knowledge_nodes, COUNT(*) of knowledge_nodes)``:
 node ids are ``AUTOINCREMENT`` and never reused, every vector is written together
-with a new node (``projection._swap``) and removed together with its node
+with a new node (``projection.swap._swap``) and removed together with its node
 (``projection.delete_nodes``), so any insert moves ``seq`` and any delete without
 an insert moves the count. A re-projection that replaces vectors with the same
 number of new ones still moves ``seq``. ``COUNT(*)`` of a table is a b-tree page

@@ -397,41 +397,6 @@ def vec_table_name(space: str) -> str:
     return f"vec_nodes_{space}"
 
 
-def ensure_vector_space(
-    conn: apsw.Connection,
-    fingerprint: str,
-    dim: int,
-    metric: str,
-    now: Callable[[], float],
-) -> str:
-    """Return the vector-space name for an embedder, creating its vec0 table once."""
-    import hashlib
-
-    existing = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (fingerprint,))
-    if existing:
-        return str(existing)
-    name = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
-    if metric not in ("cosine", "l2", "L1"):
-        raise DatabaseError(f"unsupported vector metric {metric!r}")
-    with write_txn(conn):
-        existing = scalar(
-            conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (fingerprint,)
-        )
-        if existing:
-            return str(existing)
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {vec_table_name(name)} USING vec0("
-            f"node_id INTEGER PRIMARY KEY, embedding float[{int(dim)}] "
-            f"distance_metric={metric}, repository TEXT, doc_type TEXT)"
-        )
-        conn.execute(
-            "INSERT INTO vector_spaces(name, fingerprint, dim, metric, created_at) "
-            "VALUES (?,?,?,?,?)",
-            (name, fingerprint, int(dim), metric, now()),
-        )
-    return name
-
-
 def vector_spaces(conn: apsw.Connection) -> list[dict[str, Any]]:
     """All vector spaces known to the database."""
     return rows(conn, "SELECT name, fingerprint, dim, metric FROM vector_spaces ORDER BY name")

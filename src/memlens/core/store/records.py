@@ -3,7 +3,7 @@
 Everything here is the *source* side of memlens. Each public write function runs
 one ``BEGIN IMMEDIATE`` transaction, so a file's document, revision and chunks
 land together or not at all. The search projection is built afterwards by
-:mod:`memlens.core.projection.swap`.
+:mod:`memlens.core.projection` (its run: :mod:`memlens.core.projection.run`).
 
 Retention: the current revision keeps its full redacted snapshot, which is also the
 document's content (schema v8: the document row keeps a copy only once tombstoned, as
@@ -270,6 +270,22 @@ def prune_unused_chunks(conn: apsw.Connection, doc_id: int) -> None:
         " AND id NOT IN (SELECT chunk_id FROM knowledge_node_memory_chunks)",
         (doc_id,),
     )
+
+
+def set_revision_embedder(conn: apsw.Connection, rev_id: int, fingerprint: str,
+                          status: str) -> None:
+    """Record which embedder projected a revision and how far (``ready``, ``pending``
+    while stage 2 still owes vectors, ``failed``); inside the caller's transaction."""
+    conn.execute("UPDATE memory_revisions SET embedder=?, embedder_status=? WHERE id=?",
+                 (fingerprint, status, rev_id))
+
+
+def mark_revision_vectors_ready(conn: apsw.Connection, doc_id: int) -> None:
+    """The document's active revision has every vector it planned: its embedder status
+    becomes ``ready``; inside the caller's transaction."""
+    conn.execute("UPDATE memory_revisions SET embedder_status='ready' WHERE id="
+                 "(SELECT active_revision_id FROM memory_documents WHERE id=?"
+                 "  AND vector_done>=vector_total)", (doc_id,))
 
 
 def _doc_fields(pf: PreparedFile, now: float) -> dict[str, Any]:
