@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memlens.core.ingest.sources import roots_for_path
-from memlens.core.redact.engine import load_labelled
+from memlens.core.redact.evaluate import load_labelled
 from memlens.core.store import db as dbm
 from tests.conftest import REPO
 

@@ -25,11 +25,10 @@ from memlens.core.redact.engine import (
     KINDS,
     MARKER_RE,
     Finding,
-    evaluate,
-    load_labelled,
     marker,
     redact,
 )
+from memlens.core.redact.evaluate import evaluate, load_labelled
 
 REPO = Path(__file__).resolve().parent.parent
 LABELLED = REPO / "tests" / "data" / "secrets" / "labelled.jsonl"

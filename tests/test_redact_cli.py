@@ -19,7 +19,7 @@ def r(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
 
 def test_evaluate_cli() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "memlens.core.redact.engine", "--evaluate", str(LABELLED)],
+        [sys.executable, "-m", "memlens.core.redact", "--evaluate", str(LABELLED)],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
@@ -29,7 +29,7 @@ def test_evaluate_cli() -> None:
 def test_redact_cli_stdin() -> None:
     token = "npm_" + r(36)
     proc = subprocess.run(
-        [sys.executable, "-m", "memlens.core.redact.engine"],
+        [sys.executable, "-m", "memlens.core.redact"],
         input=f"npm token {token}\n", capture_output=True, text=True, cwd=REPO, timeout=60,
     )
     assert proc.returncode == 0

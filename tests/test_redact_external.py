@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-from memlens.core.redact.engine import load_labelled
-from memlens.core.redact.evaluate import GroupScore, evaluate, score_groups
+from memlens.core.redact.evaluate import GroupScore, evaluate, load_labelled, score_groups
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets"
 TUNING = DATA / "external.jsonl"

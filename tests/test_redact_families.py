@@ -67,7 +67,7 @@ def test_cli_evaluate_still_reachable_through_redact(tmp_path: object) -> None:
     from pathlib import Path
 
     labelled = Path(__file__).resolve().parent / "data" / "secrets" / "labelled.jsonl"
-    for mod in ("memlens.core.redact.engine", "memlens.core.redact.evaluate"):
+    for mod in ("memlens.core.redact", "memlens.core.redact.evaluate"):
         proc = subprocess.run(
             [sys.executable, "-m", mod, "--evaluate", str(labelled)],
             capture_output=True,

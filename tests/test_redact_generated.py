@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from memlens.core.redact.engine import KINDS, load_labelled, redact
-from memlens.core.redact.evaluate import GroupScore, score_groups
+from memlens.core.redact.engine import KINDS, redact
+from memlens.core.redact.evaluate import GroupScore, load_labelled, score_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "tests" / "data" / "secrets" / "generated_gitleaks.jsonl"

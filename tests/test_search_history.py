@@ -54,7 +54,7 @@ def test_cli_search_is_kept(tmp_path: Path, tree: Any) -> None:
 
 
 def _texts_of_labelled_sets() -> list[str]:
-    from memlens.core.redact.engine import load_labelled
+    from memlens.core.redact.evaluate import load_labelled
 
     data = Path(__file__).resolve().parent / "data" / "secrets"
     out: list[str] = []

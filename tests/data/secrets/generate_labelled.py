@@ -9,7 +9,7 @@ GitHub push protection and other secret scanners. So every true-secret line
 carries ``"obfuscation": "reversed"``: its ``text`` and ``secret`` fields are
 stored with their characters in reverse order (context such as ``AccountKey=``
 is reversed too, so context-anchored patterns do not fire either).
-``memlens.core.redact.engine.load_labelled`` undoes this on load. Look-alike lines are
+``memlens.core.redact.evaluate.load_labelled`` undoes this on load. Look-alike lines are
 stored as-is and stay readable.
 
 Usage (from the repository root)::

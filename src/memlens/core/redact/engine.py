@@ -171,7 +171,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memlens.core.redact.entropy import scan_entropy
-from memlens.core.redact.evaluate import Evaluation, LabelledExample, evaluate, load_labelled
 from memlens.core.redact.rules import (
     MARKER_RE,
     Finding,
@@ -187,12 +186,8 @@ from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _
 __all__ = [
     "KINDS",
     "MARKER_RE",
-    "Evaluation",
     "Finding",
-    "LabelledExample",
     "RedactionResult",
-    "evaluate",
-    "load_labelled",
     "marker",
     "redact",
     "redact_path",
@@ -586,8 +581,3 @@ KINDS: frozenset[str] = frozenset(
     }
 )
 
-
-if __name__ == "__main__":  # ``python -m memlens.core.redact.engine``: the CLI lives in redact_eval
-    from memlens.core.redact.evaluate import main
-
-    main()

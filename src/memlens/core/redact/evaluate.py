@@ -1,7 +1,7 @@
 """Scoring `memlens.core.redact.engine` on labelled sets, and its command line.
 
-``python -m memlens.core.redact.evaluate --evaluate FILE.jsonl`` (or the historical
-``python -m memlens.core.redact.engine --evaluate ...``, which delegates here) prints
+``python -m memlens.core.redact --evaluate FILE.jsonl`` (the package's ``__main__``
+runs this module's :func:`main`; ``python -m memlens.core.redact.evaluate`` too) prints
 recall and precision; ``--by family,context`` breaks them down per group
 (``--by group,context`` per the lines' optional ``group`` field).
 ``python -m memlens.core.redact.evaluate FILE`` redacts a file to stdout.
@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlens.core.redact.engine import redact
 from memlens.core.redact.rules import MARKER_PREFIX, MARKER_RE
 
 
@@ -145,8 +146,6 @@ def evaluate(examples: Iterable[LabelledExample]) -> Evaluation:
     Returns:
         The scores and the list of failures.
     """
-    from memlens.core.redact.engine import redact  # late: redact.py re-exports this module's names
-
     secrets = recalled = exact = lookalikes = preserved = 0
     formats: set[str] = set()
     failures: list[str] = []
@@ -226,7 +225,6 @@ def score_groups(
     Returns:
         The score of each group, keyed by the tuple of its field values.
     """
-    from memlens.core.redact.engine import redact  # late: redact.py re-exports this module's names
 
     if not by or any(name not in _ALL_FIELDS for name in by):
         raise ValueError(f"group by one or more of {_ALL_FIELDS}, not {tuple(by)}")
@@ -301,7 +299,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
-    from memlens.core.redact.engine import redact
 
     result_r = redact(data)
     sys.stdout.write(result_r.text)
