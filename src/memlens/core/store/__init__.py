@@ -1,1 +1,3 @@
-"""The durable store: connection, schema and migrations, documents / revisions / chunks, purge."""
+"""The durable store: connection, schema and migrations, documents / revisions / chunks, purge.
+Owns ``memory_documents`` (but its projection columns), ``memory_revisions`` and ``memory_chunks``.
+"""
