@@ -117,6 +117,10 @@ def test_sqlite_vec_path_matches_the_package() -> None:
 
 # The write side of the core: chunker, projection, ingest, purge, preview, in-RAM vectors.
 WRITE_SIDE = ("memlens.core.chunking.chunker", "memlens.core.projection.swap", "memlens.core.ingest.pipeline",
+              # the rest of what was projection.py: queue, stage 2, a run, vector spaces, reports
+              "memlens.core.projection.queue", "memlens.core.projection.vectors",
+              "memlens.core.projection.run", "memlens.core.projection.spaces",
+              "memlens.core.projection.reports",
               "memlens.core.store.purge", "memlens.core.search.preview", "memlens.core.search.vector_matrix",
               "memlens.core.chunking.choice",
               # the embedder name in MEMLENS_EMBEDDER is checked against embedder_names.py
