@@ -138,13 +138,13 @@ def test_batches_end_at_the_document_or_the_chunk_limit(make_service: Any, tree:
     big = max(counts[r] for _, r in pairs)
     assert big > 4 and sum(1 for _, r in pairs if counts[r] == big) == 1
     for max_docs, max_chunks in [(3, 10_000), (100, 4), (2, 3), (1024, 8192)]:
-        parts = proj._batches(conn, pairs, max_docs, max_chunks)
+        parts = proj.batches(conn, pairs, max_docs, max_chunks)
         assert [p for part in parts for p in part] == pairs
         for part in parts:
             n = sum(counts[r] for _, r in part)
             assert len(part) <= max_docs
             assert n <= max_chunks or len(part) == 1
-    assert len(proj._batches(conn, pairs, 1024, 8192)) == 1
+    assert len(proj.batches(conn, pairs, 1024, 8192)) == 1
     rep = svc.project()
     assert rep.count("ready") == len(pairs) and svc.doctor()[1] == []
 

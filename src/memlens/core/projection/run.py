@@ -17,7 +17,7 @@ from memlens.core.projection.queue import (
     release_claims,
 )
 from memlens.core.projection.reports import DISK_FULL, ProjectionOutcome, ProjectionReport, VectorReport
-from memlens.core.projection.swap import PROJECT_TXN_DOCS, _batches, project_batch
+from memlens.core.projection.swap import PROJECT_TXN_DOCS, batches, project_batch
 from memlens.core.projection.vectors import MAX_VECTORS_PER_DOCUMENT, VECTOR_SLICE_TEXTS, embed_vectors
 from memlens.core.store.db import scalar
 
@@ -89,7 +89,7 @@ def _stage_one(conn: apsw.Connection, embedder: Embedder, now: Clock, owner: str
         if not claimed:
             break
         attempted.update(claimed)
-        for part in _batches(conn, claimed):
+        for part in batches(conn, claimed):
             outcomes = project_batch(conn, part, embedder, now, owner, retry_base, retry_cap,
                                      cap)
             for o in outcomes:

@@ -344,7 +344,7 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
     return outcomes
 
 
-def _batches(conn: apsw.Connection, claimed: Sequence[tuple[int, int]],
+def batches(conn: apsw.Connection, claimed: Sequence[tuple[int, int]],
              max_docs: int | None = None,
              max_chunks: int | None = None) -> list[list[tuple[int, int]]]:
     """Claimed (document, revision) pairs split into batches of at most ``max_docs``
