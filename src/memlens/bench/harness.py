@@ -23,10 +23,9 @@ import apsw
 from memlens.bench.common import FIXED_EPOCH, FIXED_INSTALL_KEY, MODES, BenchError
 from memlens.bench.embedders import EmbedderSlot, TimedEmbedder
 from memlens.core.chunking.chunker import ChunkerConfig
-from memlens.core.config.settings import FUSIONS, load_settings
 from memlens.core.embedders.registry import Embedder
-from memlens.core.ingest.sources import MemoryRoot, UsageError, roots_for_path
-from memlens.core.types import IngestDone, ProgressEvent
+from memlens.core.service import MemoryService, load_settings
+from memlens.core.types import FUSIONS, IngestDone, MemoryRoot, ProgressEvent, UsageError, roots_for_path
 
 
 class FixedClock:
@@ -98,8 +97,6 @@ def fresh_service(workdir: Path, name: str, config: ChunkerConfig, embedder: Emb
 
     Any earlier database of that name is removed first; the service is closed on exit.
     """
-    from memlens.core.service import MemoryService
-
     db = workdir / f"{name}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)

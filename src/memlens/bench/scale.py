@@ -20,7 +20,7 @@ from memlens.bench.harness import (
     work_folder,
 )
 from memlens.bench.metrics import Strategy, percentile
-from memlens.core.ingest.sources import MemoryRoot
+from memlens.core.types import MemoryRoot
 
 
 def latency(svc: Any, queries: Sequence[str], modes: Sequence[str], *, k: int = EVAL_K,
