@@ -152,9 +152,9 @@ class Command(click.Command):
     def positionals_last(self, args: Sequence[str]) -> list[str]:
         """``args`` unchanged, or, when one of them is a dash path that is not an option,
         the options (with their values) first and every positional after ``--``."""
-        names, valued = self._value_options()
-        if not any(is_dash_path(a) and a not in names for a in args) or "--" in args:
+        if "--" in args:
             return list(args)
+        names, valued = self._value_options()
         opts: list[str] = []
         positional: list[str] = []
         want_value = False
@@ -167,6 +167,8 @@ class Command(click.Command):
                 want_value = a in valued
             else:
                 positional.append(a)
+        if not any(a.startswith("-") for a in positional):
+            return list(args)
         return [*opts, "--", *positional]
 
     def make_args(self, params: dict[str, Any]) -> Args:
