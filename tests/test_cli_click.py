@@ -168,3 +168,36 @@ def test_usage_errors_are_one_line_in_process(capsys: pytest.CaptureFixture[str]
     assert cli.main(["search", "q", "--mode", "fuzzy"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("memlens search: invalid value for '--mode'")
+
+
+# -- `memlens --help` without click ---------------------------------------------------
+
+def _help(code: str, columns: str, *argv: str) -> tuple[str, list[str]]:
+    code += ("print('MODULES', ' '.join(sorted(m for m in sys.modules"
+             " if m.startswith(('click', 'memlens')))))\n")
+    p = subprocess.run([sys.executable, "-c", "import sys\n" + code, *argv], capture_output=True,
+                       text=True, cwd=REPO, timeout=60, env={**os.environ, "COLUMNS": columns})
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    text, _, mods = p.stdout.rpartition("MODULES ")
+    return text, mods.split()
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_root_help_text_is_clicks(flag: str) -> None:
+    """The console script prints ``memlens --help`` from ``memlens.cli.root_help`` (no
+    click import: start-up); it must be exactly what click renders from the tree, from
+    ``COLUMNS`` on. Narrower, click renders it. When this fails, paste ``clicks`` (below)
+    into ``root_help.TEXT``."""
+    from memlens.cli import root_help
+
+    shipped = "from memlens.launch import main\nmain()\n"
+    full = "from memlens.cli.main import main\nmain()\n"
+    for columns in (str(root_help.COLUMNS), "200"):
+        clicks, _ = _help(full, columns, flag)
+        assert clicks == root_help.TEXT, clicks
+        text, mods = _help(shipped, columns, flag)
+        assert text == clicks
+        assert not [m for m in mods if m.startswith("click")], mods
+    narrow, _ = _help(full, "60", flag)
+    text, mods = _help(shipped, "60", flag)
+    assert text == narrow != root_help.TEXT and "click" in mods

@@ -2,7 +2,9 @@
 
 ``memlens search QUERY --mode lexical`` is answered here, by
 :mod:`memlens.core.search.quick`, before the CLI (:mod:`memlens.cli.main`, click, the
-façade) is imported; every other command line goes to :func:`memlens.cli.main.main`.
+façade) is imported, and so is ``memlens --help`` (its text generated from the click
+tree: :mod:`memlens.cli.root_help`); every other command line goes to
+:func:`memlens.cli.main.main`.
 
 The short path takes the request when nothing else could change its answer:
 
@@ -27,7 +29,8 @@ library little beyond ``json``, ``re`` and ``zlib`` — never click, the façade
 taken in that test.
 
 Whatever the short path does not handle, including every error, is handed to the full
-CLI before anything is printed or written, so messages and exit codes have one source. ``tests/test_quick.py`` runs both paths on the same requests.
+CLI before anything is printed or written, so messages and exit codes have one source.
+``tests/test_quick.py`` runs both paths on the same requests.
 """
 
 from __future__ import annotations
@@ -151,11 +154,43 @@ def _short(argv: Sequence[str]) -> int | None:
     return EXIT_OK
 
 
+def _columns() -> int:
+    """The terminal width as :func:`shutil.get_terminal_size` (which click's help uses)
+    reads it, without importing shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def _root_help(argv: Sequence[str]) -> int | None:
+    """``memlens --help``: the root group's help as click renders it at this width
+    (:mod:`memlens.cli.root_help`, generated from the click tree and checked by a test),
+    or None to let click render it."""
+    if list(argv) not in (["--help"], ["-h"]):
+        return None
+    from memlens.cli import root_help
+
+    if _columns() < root_help.COLUMNS:
+        return None
+    sys.stdout.write(root_help.TEXT)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
-        done = _short(raw)
+        done = _root_help(raw)
+        if done is None:
+            done = _short(raw)
     except KeyboardInterrupt:
         return 130
     if done is not None:

@@ -56,7 +56,8 @@ def _command_line(argv: list[str]) -> str:
 
 def _embedder_options(args: Args) -> dict[str, dict[str, Any]]:
     """Options from the config file's [embedder] table, for the configured embedder."""
-    from memlens.core.service import bench_embedder_options, load_settings
+    from memlens.bench.entry import bench_embedder_options
+    from memlens.core.service import load_settings
     from memlens.core.types import ConfigError
 
     try:
@@ -72,7 +73,8 @@ class _Usage(Exception):
 
 def cmd_bench(args: Args) -> int:
     """``memlens bench``."""
-    from memlens.core.service import render_bench_report, render_train_validation, run_benchmark
+    # The benchmark is a client of the door like this CLI, which only drives it.
+    from memlens.bench.entry import render_bench_report, render_train_validation, run_benchmark
     from memlens.core.types import BenchError
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli/main.py")) else []

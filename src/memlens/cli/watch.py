@@ -20,7 +20,6 @@ import signal
 import sys
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 from types import FrameType
 from typing import Any
 

@@ -20,12 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlens.bench.entry import (
-    bench_embedder_options,
-    render_bench_report,
-    render_train_validation,
-    run_benchmark,
-)
 from memlens.core.config.settings import load_settings
 from memlens.core.ingest.sources import (
     MemoryRoot,
@@ -61,8 +55,7 @@ from memlens.core.runtime import Clock
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
            "explain_storage_error",
-           "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
-           "render_bench_report", "render_train_validation", "run_benchmark"]
+           "RechunkOutcome", "chunk_file", "load_settings"]
 
 
 def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:
