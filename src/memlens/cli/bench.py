@@ -74,8 +74,8 @@ class _Usage(Exception):
 def cmd_bench(args: Args) -> int:
     """``memlens bench``."""
     # The benchmark is a client of the door like this CLI, which only drives it.
+    from memlens.bench.common import BenchError
     from memlens.bench.entry import render_bench_report, render_train_validation, run_benchmark
-    from memlens.core.types import BenchError
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli/main.py")) else []
     command = _command_line(argv or _reconstruct(args))
@@ -142,7 +142,7 @@ def _reconstruct(args: Args) -> list[str]:
 
 
 def _default_corpus() -> Path:
-    from memlens.core.types import BenchError
+    from memlens.bench.common import BenchError
     from memlens.tui.demo import DemoUnavailable, bundled_corpus
 
     try:

@@ -57,7 +57,8 @@ def cmd_ingest(args: Args) -> int:
         if args.defer_projection:
             out = svc.ingest(roots, project=False, on_change=on_change)
         else:
-            out = svc.start_up(roots, on_change=on_change)
+            out = svc.start_up(roots, progress=lambda ev: on_change(ev.change)
+                               if isinstance(ev, T.FileRead) else None)
         unprojected = projection_failures(svc, out.projection)
         no_vectors = vector_failures(svc, out.projection)
     finally:
