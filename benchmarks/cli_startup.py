@@ -1,8 +1,10 @@
-"""Whole-process cost of short CLI commands, against the floor ``python -c "import apsw"``.
+"""Whole-process cost of short CLI commands, against their floors ``python -c pass`` and
+``python -c "import apsw"``.
 
 Builds a small memory folder and database (``memlens ingest``, hashing embedder, own
 install key and config), then runs, interleaved, ``--runs`` times each:
 
+* the floor ``python -c pass`` and ``memlens --help``;
 * the floor ``python -c "import apsw"``;
 * ``memlens search --mode lexical busy_timeout --db X``;
 * ``memlens docs --db X``;
@@ -12,7 +14,8 @@ install key and config), then runs, interleaved, ``--runs`` times each:
 
 once with ``PYTHONDONTWRITEBYTECODE`` unset and once with it set to 1. Each child's
 user+sys CPU comes from ``os.wait4``; wall is measured around it. Two warm-up rounds
-come first (they write ``__pycache__`` where allowed). Prints medians as Markdown.
+come first (they write ``__pycache__`` where allowed). Prints medians as Markdown, each
+command's CPU and wall as a multiple of the floor above it.
 
 ``--tree LABEL=SRC`` runs the commands with ``PYTHONPATH=SRC`` as well (e.g. a
 ``git archive`` export of an older commit), to compare before/after in one run.
@@ -51,7 +54,7 @@ QUERY = "busy_timeout"
 
 def _memlens() -> list[str]:
     script = Path(sys.executable).with_name("memlens")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memlens.launch"]
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -77,8 +80,8 @@ LAYERS: list[tuple[str, str]] = [
     ("pathlib", "pathlib"),  # db, config, service, sources (urllib.parse, ipaddress)
     ("json", "json"),  # search_hits, service_reads, cli
     ("threading, zlib", "threading, zlib"),  # db, faults, service_base
-    ("argparse", "argparse"),  # cli
-    ("locale, shutil", "locale, shutil"),  # argparse: gettext and the help formatter's width
+    ("click", "click"),  # the full CLI (not the one-shot search)
+    ("locale, shutil", "locale, shutil"),  # help formatting (click loads gettext itself)
     ("hashlib, importlib.util", "hashlib, importlib.util"),  # embedders (embedder-name check)
 ]
 
@@ -122,7 +125,7 @@ def _layers(runs: int, work: Path, db: str, base: dict[str, str]) -> None:
     rows.append(("the same, MEMLENS_EMBEDDER=hashing", dict(env, MEMLENS_EMBEDDER="hashing"),
                  search))
     full = [sys.executable, "-c", FULL_CLI, "search", "--mode", "lexical", QUERY, "--db", db]
-    rows.append(("the same through the full CLI (`memlens.cli.main.main`: argparse, façade)",
+    rows.append(("the same through the full CLI (`memlens.cli.main.main`: click, façade)",
                  env, full))
     rows.append(("`memlens docs --db X`, MEMLENS_EMBEDDER unset", env,
                  [*_memlens(), "docs", "--db", db]))
@@ -196,6 +199,12 @@ def main() -> None:
         env = dict(base)
         if pdwb == "1":
             env["PYTHONDONTWRITEBYTECODE"] = "1"
+        variants.append(("floor `python -c pass`", pdwb, env, [sys.executable, "-c", "pass"]))
+        for label, src, only_pdwb in trees:
+            if only_pdwb and pdwb != "1":
+                continue
+            tenv = dict(env, PYTHONPATH=src) if src else env
+            variants.append((f"{label}: `memlens --help`", pdwb, tenv, [*_memlens(), "--help"]))
         variants.append(("floor `python -c 'import apsw'`", pdwb, env, [sys.executable, "-c", "import apsw"]))
         for label, src, only_pdwb in trees:
             if only_pdwb and pdwb != "1":
@@ -225,17 +234,20 @@ def main() -> None:
             wall[i].append(w)
 
     print(f"Medians of {args.runs} interleaved runs.\n")
-    print("| command | PYTHONDONTWRITEBYTECODE | CPU user+sys (ms) | wall (ms) | CPU / its floor |")
-    print("|---|---|---:|---:|---:|")
-    floor = 0.0
+    print("| command | PYTHONDONTWRITEBYTECODE | CPU user+sys (ms) | wall (ms) | CPU / its floor"
+          " | wall / its floor |")
+    print("|---|---|---:|---:|---:|---:|")
+    floor = floor_wall = 0.0
     for i, (name, pdwb, _, _) in enumerate(variants):
-        med = statistics.median(cpu[i])
+        med, med_wall = statistics.median(cpu[i]), statistics.median(wall[i])
         if name.startswith("floor"):
-            floor, ratio = med, "1.0"
+            floor, floor_wall = med, med_wall
+            ratio = ratio_wall = "1.0"
         else:
-            ratio = f"{med / floor:.1f}" if floor else "-"
-        print(f"| {name} | {pdwb} | {med * 1000:.0f} | {statistics.median(wall[i]) * 1000:.0f} |"
-              f" {ratio} |")
+            ratio = f"{med / floor:.2f}" if floor else "-"
+            ratio_wall = f"{med_wall / floor_wall:.2f}" if floor_wall else "-"
+        print(f"| {name} | {pdwb} | {med * 1000:.0f} | {med_wall * 1000:.0f} | {ratio} |"
+              f" {ratio_wall} |")
 
 
 if __name__ == "__main__":

@@ -125,18 +125,21 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv, line", [
     (["docs", "--bogus"],
-     "memlens docs: unrecognized arguments: --bogus (see `memlens docs --help`)"),
-    (["search"], "memlens search: the following arguments are required: query"
-                 " (see `memlens search --help`)"),
+     "memlens docs: no such option '--bogus' (see `memlens docs --help`)"),
+    (["search"], "memlens search: missing argument 'QUERY' (see `memlens search --help`)"),
     (["search", "x", "-k", "many"],
-     "memlens search: argument -k: invalid int value: 'many' (see `memlens search --help`)"),
+     "memlens search: invalid value for '-k': 'many' is not a valid integer"
+     " (see `memlens search --help`)"),
     (["history", "a.md", "--nope", "1"],
-     "memlens history: unrecognized arguments: --nope 1 (see `memlens history --help`)"),
+     "memlens history: no such option '--nope' (see `memlens history --help`)"),
+    (["serch", "x"], "memlens: no command 'serch'; the commands are ingest, project, search,"
+     " docs, history, chunks, rechunk, doctor, config, watch, bench, mcp, tui, purge"
+     " (see `memlens --help`)"),
 ])
 def test_argument_errors_are_one_line_naming_the_command(
         tmp_path: Path, argv: list[str], line: str) -> None:
-    """argparse printed its whole usage block before the error, and an unknown option
-    of a command was reported with the top-level usage (`memlens [-h] COMMAND ...`)."""
+    """One line naming the command and its --help, not click's (or argparse's) usage
+    block; an unknown option is reported by the command that does not know it."""
     p = run_cli(*argv, "--db", str(tmp_path / "m.db"), env=ENV)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [line]

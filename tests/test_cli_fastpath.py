@@ -1,13 +1,13 @@
-"""The short commands' start-up path (one sub-parser, lazy imports) answers exactly as the
-full path does.
+"""The short commands' start-up path (one command module, lazy imports) answers exactly as
+the full path does.
 
-``main`` builds only the named command's parser, and a lexical search or ``memlens docs``
+``main`` imports only the named command's module, and a lexical search or ``memlens docs``
 leaves tomllib, platformdirs, the config sections, the detail values of
 ``memlens.core.types``, the embedders and the rest of the core unimported until a step
 needs them (``tests/test_imports.py``). Each argv below runs twice through the real CLI
 in a fresh interpreter: as shipped, and *eager* — every one of those modules imported and
-every lazily re-exported name resolved before ``main``, with ``build_parser`` forced to
-build the full parser. stdout, stderr and the exit code must be byte-identical, bad input
+every lazily re-exported name resolved and every command module imported before
+``main``. stdout, stderr and the exit code must be byte-identical, bad input
 (missing or wrong ``--db``, unknown flags, bad values, a malformed config) included.
 """
 
@@ -30,16 +30,16 @@ import datetime, json, shlex, tomllib, platformdirs
 import memlens.core.types as T
 import memlens.core.config.settings as C
 for name in sorted(T._LAZY):
-    if T._LAZY[name] not in ('.bench', '.watch'):
+    if not T._LAZY[name].startswith(('memlens.bench', 'memlens.watch')):
         getattr(T, name)
 for name in sorted(C._SECTIONS):
     getattr(C, name)
-for mod in ('embedding', 'redact', 'names', 'types_reads', 'config_sections', 'service'):
+for mod in ('embedders.registry', 'redact.engine', 'embedders.names', 'details',
+            'config.sections', 'service'):
     importlib.import_module('memlens.core.' + mod)
 import memlens.cli.main as cli
-from memlens.cli import read as cli_read
-full = cli.build_parser
-cli.build_parser = lambda only=None: full(None)  # always every sub-parser
+for name in cli.COMMANDS:  # every command module, not only the one that runs
+    cli.load(name)
 sys.exit(cli.main())
 """
 

@@ -8,7 +8,8 @@ stderr, the exit code and the search history written must be the same; each case
 says whether the short path must have answered, and the run records whether it did (the
 full CLI module was never imported). In-process, hypothesis compares
 ``quick.lexical_search`` with ``MemoryService.search`` on generated queries, and the
-launcher's argument reading with argparse's on generated command lines.
+launcher's argument reading with click's on generated command lines; a fresh
+interpreter pins the short path's import budget.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import os, sys
 from memlens.launch import main
 try:
     code = main()
-except SystemExit as exc:  # argparse's --help and usage errors
+except SystemExit as exc:  # an exit from deeper down
     code = exc.code
 with open(os.environ["QUICK_MARK"], "a") as f:
     f.write("full\\n" if "memlens.cli.main" in sys.modules else "short\\n")
@@ -106,7 +107,7 @@ CASES: list[tuple[list[str], dict[str, str], str, bool]] = [
     (["search", "WAL checkpoint", "--json", "--db={db}", "--mode=lexical"], {}, "repo", True),
     ([*LEX, "SQLITE_BUSY", "--db", "{db}", "-k", "3", "--json"], {}, "repo", True),
     ([*LEX, "foo.bar() path/to/file.md", "--db", "{db}", "--json"], {}, "repo", True),
-    ([*LEX, "migrations", "--db", "{db}", "-k1"], {}, "repo", True),
+    ([*LEX, "migrations", "--db", "{db}", "-k1"], {}, "repo", False),  # not its grammar
     ([*LEX, "the", "--db", "{db}", "-k", "5000", "--json"], {}, "repo", True),
     ([*LEX, "retry backoff", "--db", "{db}", "--json"], {}, "work", True),
     ([*LEX, "retry backoff", "--db", "{db}"], {}, "sub", True),
@@ -274,19 +275,21 @@ _TOKENS = ["search", "--mode", "lexical", "hybrid", "--mode=lexical", "-k", "3",
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=8))
-def test_launcher_reads_argv_as_argparse_does(argv: list[str]) -> None:
-    from memlens.cli.main import _parse, build_parser
+def test_launcher_reads_argv_as_click_does(argv: list[str]) -> None:
+    import click
+
+    from memlens.cli.main import parse_args
 
     req = launch._request(argv)
     if req is None:
         return
     try:
-        args = _parse(build_parser("search"), list(argv))
-    except SystemExit as exc:  # pragma: no cover - the assertion below names the argv
-        raise AssertionError(f"short path accepted {argv}, argparse refused it") from exc
+        args = parse_args(argv)
+    except click.UsageError as exc:  # pragma: no cover - the assertion below names the argv
+        raise AssertionError(f"short path accepted {argv}, click refused it") from exc
     assert (args.command, args.mode, args.query, args.k, args.json, args.db or None,
             args.all_projects) == ("search", "lexical", req["query"], req["k"], req["json"],
-                                   req["db"] or None, req["all"])
+                                   req["db"] and Path(req["db"]), req["all"])
     assert (args.repository, args.doc_type, args.fusion, args.embedder) == (None,) * 4
     assert getattr(args, "config", None) is None
 
@@ -297,6 +300,9 @@ def test_launcher_request_examples() -> None:
     assert launch._request(["search", "q", "--mode", "hybrid"]) is None
     assert launch._request(["search", "q"]) is None  # hybrid is the default mode
     assert launch._request(["docs"]) is None
+    # forms click reads the same way go the full way: the short path has its own grammar
+    assert launch._request(["search", "q", "--mode", "lexical", "-k3"]) is None
+    assert launch._request(["search", "q", "--mode=lexical", "--json=1"]) is None
 
 
 # -- paths, constants and variables the short path assumes -------------------------
@@ -360,7 +366,7 @@ code = main()
 open(os.environ["QUICK_MODULES"], "w").write(json.dumps(sorted(sys.modules)))
 sys.exit(code)
 """
-HEAVY = ("typing", "dataclasses", "pathlib", "argparse", "inspect", "threading", "tomllib",
+HEAVY = ("typing", "dataclasses", "pathlib", "argparse", "click", "inspect", "threading", "tomllib",
          "platformdirs", "memlens.core.service", "memlens.core.types", "memlens.core.store.db",
          "memlens.core.config.settings", "memlens.cli.main")
 
@@ -383,7 +389,48 @@ def test_short_path_loads_no_facade_and_no_heavy_stdlib(world: dict[str, Any],
     # control: the same search in hybrid mode goes the full way and loads them
     full = _loaded(world, tmp_path, "search", "busy timeout", "--db", str(db), "--json",
                    "--embedder", "hashing")
-    assert {"typing", "dataclasses", "pathlib", "argparse", "memlens.core.service"} <= full
+    assert {"typing", "dataclasses", "pathlib", "click", "memlens.core.service"} <= full
+
+
+_BUDGET = """\
+import json, os, sys
+before = set(sys.modules)
+from memlens.launch import main
+code = main()
+new = sorted(set(sys.modules) - before)
+open(os.environ["QUICK_MODULES"], "w").write(json.dumps(new))
+sys.exit(code)
+"""
+
+SHORT_PATH_BUDGET = {
+    "apsw",
+    "memlens", "memlens.launch", "memlens.cli", "memlens.cli.search_text",
+    "memlens.core", "memlens.core.embedders", "memlens.core.embedders.names",
+    "memlens.core.search", "memlens.core.search.history", "memlens.core.search.query",
+    "memlens.core.search.quick", "memlens.core.search.rows",
+    "memlens.core.store", "memlens.core.store.rows",
+}
+"""Every memlens and third-party module the one-shot lexical search may import (the
+contract in ``memlens.launch``'s docstring): a new import on this path is a decision,
+made here."""
+
+
+@pytest.mark.parametrize("extra", [(), ("--json", "-k", "3", "--all-projects")])
+def test_short_path_import_budget(world: dict[str, Any], tmp_path: Path,
+                                  extra: tuple[str, ...]) -> None:
+    """The contract: in a fresh interpreter the short path imports exactly the memlens and
+    third-party modules of ``SHORT_PATH_BUDGET`` (standard library aside), and never click."""
+    db = tmp_path / "m.db"
+    shutil.copy(world["db"], db)
+    out = tmp_path / "mods.json"
+    code, stdout, err = _run(_BUDGET, [*LEX, "busy timeout", "--db", str(db), *extra],
+                             {"QUICK_MODULES": str(out)}, REPO, world, tmp_path / "mark")
+    assert code == 0 and stdout, err
+    new = set(json.loads(out.read_text()))
+    outside_stdlib = {m for m in new if m.split(".")[0] not in sys.stdlib_module_names}
+    assert outside_stdlib == SHORT_PATH_BUDGET
+    assert not {m for m in new if m == "click" or m.startswith("click.")}
+    assert {"typing", "dataclasses", "pathlib", "argparse", "inspect"}.isdisjoint(new)
 
 
 # -- damaged stored text -------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_fusion_flag_and_config(two_projects: dict[str, Any], tmp_path: Path) ->
         err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 2 and len(err) == 1 and "search." + line.split()[0] in err[0], proc.stderr
     bad = run_cli("search", "x", "--db", db, "--fusion", "bogus", env=HASHING)
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 2 and "'bogus' is not one of" in bad.stderr
     cfg = tmp_path / "bad.toml"
     cfg.write_text("[search]\nfusion = \"bogus\"\n", encoding="utf-8")
     proc = run_cli("search", "x", "--db", db, "--config", str(cfg), env=HASHING)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlens.cli.main import build_parser
+from memlens.cli.main import COMMANDS, load
 from memlens.core.service import MemoryService, load_settings
 from memlens.core.types import (
     ChunkerConfig,
@@ -73,12 +73,9 @@ def test_typed_settings_match_dotted_keys(tmp_path: Path) -> None:
 
 
 def test_every_command_takes_db_and_config() -> None:
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    choices = getattr(sub, "choices", {})
-    assert "chunks" in choices and "watch" in choices and "tui" in choices
-    for name, p in choices.items():
-        opts = {o for a in p._actions for o in a.option_strings}
+    assert "chunks" in COMMANDS and "watch" in COMMANDS and "tui" in COMMANDS
+    for name in COMMANDS:
+        opts = {o for p in load(name).params for o in p.opts}
         assert {"--db", "--config"} <= opts, name
 
 

@@ -408,7 +408,8 @@ def test_ui_modules_do_not_load_the_write_side_before_the_first_frame() -> None:
 def test_ui_process_gets_one_blas_thread_unless_the_user_set_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from memlens.cli import tui as cli_tui
-    from memlens.cli.main import CliError, build_parser
+    from memlens.cli.common import CliError
+    from memlens.cli.main import parse_args
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     cli_tui.limit_blas_threads()
@@ -421,7 +422,7 @@ def test_ui_process_gets_one_blas_thread_unless_the_user_set_it(
     monkeypatch.delenv("OPENBLAS_NUM_THREADS")
     bad = tmp_path / "bad.toml"
     bad.write_text("[chunker\n", encoding="utf-8")
-    args = build_parser().parse_args(["tui", "--config", str(bad)])
+    args = parse_args(["tui", "--config", str(bad)])
     with pytest.raises(CliError):
         cli_tui.cmd_tui(args)
     assert os.environ["OPENBLAS_NUM_THREADS"] == cli_tui.BLAS_THREADS

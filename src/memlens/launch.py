@@ -1,19 +1,36 @@
-"""The ``memlens`` console script: a plain lexical search is answered by the one-shot
-path (:mod:`memlens.core.search.quick`); every other command line goes to the CLI of the UI
-package (:mod:`memlens.cli.main`), which enters the core through the façade.
+"""The ``memlens`` console script, and the one-shot lexical search: a named corner.
 
-This module is not part of the UI: it holds no command handler and no widget, only the
-choice of which program runs. ``memlens search QUERY --mode lexical`` (with ``-k N``,
-``--json``, ``--db PATH``, ``--all-projects`` in any order) takes the short path when
-nothing else could change its answer: no other flag, no config file (``MEMLENS_CONFIG`` may
-name one that does not exist), no ``MEMLENS_*`` setting but ``MEMLENS_DB`` and a valid
-``MEMLENS_EMBEDDER`` (:data:`IGNORED_VARIABLES` are not settings). Then the process loads
-SQLite, ``json``, ``re`` and five small core modules instead of ``argparse`` and the façade
-(docs/benchmarks.md, "One-shot lexical search"); the result is printed by
-:mod:`memlens.cli.search_text`, as the full CLI prints it. Whatever the short path does not
-handle, including every error, is handed to the full CLI before anything is printed or
-written, so messages and exit codes have one source. ``tests/test_quick.py`` runs both on
-the same requests.
+``memlens search QUERY --mode lexical`` is answered here, by
+:mod:`memlens.core.search.quick`, before the CLI (:mod:`memlens.cli.main`, click, the
+façade) is imported, and so is ``memlens --help`` (its text generated from the click
+tree: :mod:`memlens.cli.root_help`); every other command line goes to
+:func:`memlens.cli.main.main`.
+
+The short path takes the request when nothing else could change its answer:
+
+* the command line is exactly ``search``, one QUERY (not starting with ``-``),
+  ``--mode lexical``, and optionally ``-k N`` (N > 0), ``--json``, ``--db PATH`` and
+  ``--all-projects``, in any order, each once, a value as the next word or after ``=``
+  (``--db=PATH``; not ``-k5``): :func:`_request`. Any other form, even one click reads
+  the same way, goes the full way: this is a small grammar of its own, not a copy of the
+  parser's rules, and ``tests/test_quick.py`` checks click reads every request it takes
+  the same way;
+* no config file (``MEMLENS_CONFIG`` may name one that does not exist), no ``MEMLENS_*``
+  setting but ``MEMLENS_DB`` and a valid ``MEMLENS_EMBEDDER`` (:data:`IGNORED_VARIABLES`
+  are not settings).
+
+**Import budget (a contract: ``tests/test_quick.py::test_short_path_import_budget``
+runs the short path in a fresh interpreter and compares):** outside the standard library
+it imports exactly ``apsw`` and the memlens modules ``launch``, ``cli.search_text`` (which
+prints the result as the full CLI prints it), ``core.search.{quick, query, rows, history}``,
+``core.store.rows`` and ``core.embedders.names`` (with their packages); of the standard
+library little beyond ``json``, ``re`` and ``zlib`` — never click, the façade, ``typing``,
+``pathlib``, ``dataclasses``, ``inspect`` or ``argparse``. A new import here is a decision
+taken in that test.
+
+Whatever the short path does not handle, including every error, is handed to the full
+CLI before anything is printed or written, so messages and exit codes have one source.
+``tests/test_quick.py`` runs both paths on the same requests.
 """
 
 from __future__ import annotations
@@ -37,10 +54,13 @@ install key, the OpenAI endpoint); any other ``MEMLENS_*`` one sends the request
 full CLI, which reads and checks it (``tests/test_quick.py``: none is a config variable)."""
 
 
+_VALUED = frozenset({"--mode", "--db", "-k"})
+_FLAGS = {"--json": "json", "--all-projects": "all"}
+
+
 def _request(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The short path's request for this command line, or None when it is not one: the
-    ``search`` command in lexical mode with only the flags the short path knows, each
-    once, in a form argparse reads the same way."""
+    """The short path's request for this command line, or None when it is not one (see
+    the module docstring for the grammar)."""
     if len(argv) < 2 or argv[0] != "search":
         return None
     req: dict[str, Any] = {"k": 10, "json": False, "db": None, "all": False}
@@ -48,35 +68,34 @@ def _request(argv: Sequence[str]) -> dict[str, Any] | None:
     seen: set[str] = set()
     it = iter(argv[1:])
     for a in it:
-        name, value = a, None
-        if a.startswith("--") and "=" in a:
-            name, value = a.split("=", 1)
-        elif a.startswith("-k") and len(a) > 2 and a[2:].isdigit():
-            name, value = "-k", a[2:]
-        if name in seen:
-            return None  # repeated: argparse keeps the last one (or errors); leave it to it
-        if name in ("--mode", "--db", "-k") and value is None:
-            value = next(it, None)
-            if value is None or value.startswith("-"):
+        value = None
+        if a.startswith("--") and "=" in a:  # --db=PATH, --mode=lexical
+            a, value = a.split("=", 1)
+            if a not in _VALUED:
                 return None
-        if name == "--mode":
-            mode = value
-        elif name == "--db":
-            if not value:
-                return None  # argparse makes "" the folder "." (an error there)
-            req["db"] = value
-        elif name == "-k":
-            if not (value and value.isdigit() and value.isascii() and value[0] != "0"):
+        if a in seen:
+            return None  # repeated: leave it to the full CLI
+        if a in _VALUED:
+            if value is None:
+                value = next(it, None)
+            if not value or value.startswith("-"):
                 return None
-            req["k"] = int(value)
-        elif name in ("--json", "--all-projects") and value is None:
-            req["json" if name == "--json" else "all"] = True
+            if a == "--mode":
+                mode = value
+            elif a == "--db":
+                req["db"] = value
+            elif value.isdigit() and value.isascii() and value[0] != "0":
+                req["k"] = int(value)
+            else:
+                return None
+        elif a in _FLAGS:
+            req[_FLAGS[a]] = True
         elif not a.startswith("-") and query is None:
             query = a
             continue
         else:
             return None
-        seen.add(name)
+        seen.add(a)
     if query is None or mode != "lexical":
         return None
     req["query"] = query
@@ -135,11 +154,43 @@ def _short(argv: Sequence[str]) -> int | None:
     return EXIT_OK
 
 
+def _columns() -> int:
+    """The terminal width as :func:`shutil.get_terminal_size` (which click's help uses)
+    reads it, without importing shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def _root_help(argv: Sequence[str]) -> int | None:
+    """``memlens --help``: the root group's help as click renders it at this width
+    (:mod:`memlens.cli.root_help`, generated from the click tree and checked by a test),
+    or None to let click render it."""
+    if list(argv) not in (["--help"], ["-h"]):
+        return None
+    from memlens.cli import root_help
+
+    if _columns() < root_help.COLUMNS:
+        return None
+    sys.stdout.write(root_help.TEXT)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memlens`` console script."""
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
-        done = _short(raw)
+        done = _root_help(raw)
+        if done is None:
+            done = _short(raw)
     except KeyboardInterrupt:
         return 130
     if done is not None:

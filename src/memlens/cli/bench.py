@@ -13,70 +13,18 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import click
+
 import memlens.core.types as T
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-
-
-def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the ``bench`` subcommand to the main parser's subparsers."""
-    p = sub.add_parser(
-        "bench", help="benchmark chunking strategies, search modes and embedders",
-        description="Ingest the corpus into a fresh temporary database per strategy and "
-        "embedder, run every labelled query in each search mode, and report chunks, index "
-        "size, ingest time and Hit@1/Hit@3/MRR/nDCG@10/Recall@5 at document and section "
-        "level, overall and per query kind. With --generate, time ingest and search on "
-        "synthetic corpora instead (no relevance metrics). The --db option is not used: "
-        "every run works on temporary databases.",
-        epilog="Strategies: whole, headings, windows-48-12, adaptive-400-80, or "
-        "KIND:MAX:OVERLAP such as windows:96:24 or adaptive:200:40. Embedders: "
-        f"{', '.join(T.EMBEDDER_NAMES)} (options from the config file's "
-        "[embedder] table apply to the configured embedder).")
-    p.add_argument("--corpus", type=Path, default=None, metavar="DIR",
-                   help="folder of Claude project folders (default: the bundled corpus/)")
-    p.add_argument("--queries", type=Path, default=None, metavar="FILE",
-                   help="labelled queries, JSON lines (default: CORPUS/queries.jsonl)")
-    p.add_argument("--strategies", default=None, metavar="LIST",
-                   help="comma list of strategies (default: whole,headings,windows-48-12,"
-                   "adaptive-400-80; with --generate: adaptive-400-80)")
-    p.add_argument("--validation", type=Path, action="append", default=None,
-                   metavar="DIR|FILE",
-                   help="also run the same matrix on this held-out set and add a train-vs-"
-                   "validation table: a corpus folder (its queries.jsonl) or a queries file "
-                   "(its corpus is the folder holding it); repeat for several sets")
-    p.add_argument("--modes", default="lexical,vector,hybrid", metavar="LIST",
-                   help="comma list of search modes (default: lexical,vector,hybrid); "
-                   "hybrid-rrf, hybrid-zscore, hybrid-minmax, hybrid-convex pick the fusion")
-    p.add_argument("--embedder", default=None, metavar="NAME[,NAME...]",
-                   help="embedders to compare (default: every one available here; the others "
-                   "are listed as skipped with the reason)")
-    p.add_argument("--per-document", type=int, default=2, metavar="N",
-                   help="hits per document in section-level lists, as the search engine shows "
-                   "them (default 2; 0 = no cap)")
-    p.add_argument("--out", type=Path, default=None, metavar="FILE",
-                   help="also write the Markdown report here (a hand-written reading between "
-                   "the notes markers of an existing file is kept)")
-    p.add_argument("--generate", default=None, metavar="N[,N...]",
-                   help="scale run on generated corpora of N files (e.g. 100,1000,10000)")
-    p.add_argument("--seed", type=int, default=0, help="generator seed for --generate (0)")
-    p.add_argument("--workdir", type=Path, default=None, metavar="DIR",
-                   help="keep the temporary databases (and generated corpora) here")
-    common(p)
-    p.set_defaults(handler=cmd_bench)
-
-
-def _err(msg: str) -> None:
-    print(f"memlens: {msg}", file=sys.stderr)
+from memlens.cli.common import EXIT_OK, EXIT_USAGE, PATH, Args, Command, db_options, err
 
 
 @contextmanager
@@ -106,7 +54,7 @@ def _command_line(argv: list[str]) -> str:
     return "memlens " + " ".join(shlex.quote(a) for a in argv)
 
 
-def _embedder_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def _embedder_options(args: Args) -> dict[str, dict[str, Any]]:
     """Options from the config file's [embedder] table, for the configured embedder."""
     from memlens.bench.entry import bench_embedder_options
     from memlens.core.service import load_settings
@@ -123,12 +71,13 @@ class _Usage(Exception):
     pass
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def cmd_bench(args: Args) -> int:
     """``memlens bench``."""
+    # The benchmark is a client of the door like this CLI, which only drives it.
     from memlens.bench.common import BenchError
     from memlens.bench.entry import render_bench_report, render_train_validation, run_benchmark
 
-    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli.py")) else []
+    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli/main.py")) else []
     command = _command_line(argv or _reconstruct(args))
     try:
         options = _embedder_options(args)
@@ -140,7 +89,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 per_document=args.per_document, seed=args.seed, workdir=args.workdir,
                 command=command, embedder_options=options, progress=advance, total=total)
     except (BenchError, _Usage) as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_USAGE
     for held in args.validation or []:
         held_corpus, held_queries = (held.parent, held) if held.is_file() else (held, None)
@@ -153,7 +102,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     command=command, embedder_options=options, progress=advance,
                     total=total)
         except BenchError as exc:
-            _err(f"validation corpus: {exc}")
+            err(f"validation corpus: {exc}")
             return EXIT_USAGE
         report.setdefault("validation", rep)  # the first set (the shape before sets)
         report.setdefault("validation_sets", []).append(rep)
@@ -175,11 +124,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         sys.stdout.write(md)
     for e in report.get("embedders", []):
         if e["status"] != "ok" and not args.json:
-            _err(f"embedder {e['name']} skipped: {e['reason']}")
+            err(f"embedder {e['name']} skipped: {e['reason']}")
     return EXIT_OK
 
 
-def _reconstruct(args: argparse.Namespace) -> list[str]:
+def _reconstruct(args: Args) -> list[str]:
     out = ["bench"]
     for flag in ("corpus", "queries", "strategies", "embedder", "generate", "out"):
         v = getattr(args, flag, None)
@@ -215,3 +164,48 @@ def _summary(report: dict[str, Any]) -> None:
         s = r["section"]["overall"]
         who = r["mode"] + (f"/{r['embedder']}" if r.get("embedder") else "")
         print(f"{r['strategy']:<16} {who:<22} doc MRR {d['mrr']:.3f}  section MRR {s['mrr']:.3f}")
+
+
+command = Command(
+    "bench", handler=cmd_bench,
+    short_help="benchmark chunking strategies, search modes and embedders",
+    help="Ingest the corpus into a fresh temporary database per strategy and embedder, run "
+    "every labelled query in each search mode, and report chunks, index size, ingest time and "
+    "Hit@1/Hit@3/MRR/nDCG@10/Recall@5 at document and section level, overall and per query "
+    "kind. With --generate, time ingest and search on synthetic corpora instead (no relevance "
+    "metrics). The --db option is not used: every run works on temporary databases.",
+    epilog="Strategies: whole, headings, windows-48-12, adaptive-400-80, or KIND:MAX:OVERLAP "
+    "such as windows:96:24 or adaptive:200:40. Embedders: "
+    f"{', '.join(T.EMBEDDER_NAMES)} (options from the config file's [embedder] table apply to "
+    "the configured embedder).",
+    params=[
+        click.Option(["--corpus"], type=PATH, default=None, metavar="DIR",
+                     help="folder of Claude project folders (default: the bundled corpus/)"),
+        click.Option(["--queries"], type=PATH, default=None, metavar="FILE",
+                     help="labelled queries, JSON lines (default: CORPUS/queries.jsonl)"),
+        click.Option(["--strategies"], default=None, metavar="LIST",
+                     help="comma list of strategies (default: whole,headings,windows-48-12,"
+                     "adaptive-400-80; with --generate: adaptive-400-80)"),
+        click.Option(["--validation"], type=PATH, multiple=True, metavar="DIR|FILE",
+                     help="also run the same matrix on this held-out set and add a train-vs-"
+                     "validation table: a corpus folder (its queries.jsonl) or a queries file "
+                     "(its corpus is the folder holding it); repeat for several sets"),
+        click.Option(["--modes"], default="lexical,vector,hybrid", metavar="LIST",
+                     help="comma list of search modes (default: lexical,vector,hybrid); "
+                     "hybrid-rrf, hybrid-zscore, hybrid-minmax, hybrid-convex pick the fusion"),
+        click.Option(["--embedder"], default=None, metavar="NAME[,NAME...]",
+                     help="embedders to compare (default: every one available here; the "
+                     "others are listed as skipped with the reason)"),
+        click.Option(["--per-document"], type=int, default=2, metavar="N",
+                     help="hits per document in section-level lists, as the search engine "
+                     "shows them (default 2; 0 = no cap)"),
+        click.Option(["--out"], type=PATH, default=None, metavar="FILE",
+                     help="also write the Markdown report here (a hand-written reading "
+                     "between the notes markers of an existing file is kept)"),
+        click.Option(["--generate"], default=None, metavar="N[,N...]",
+                     help="scale run on generated corpora of N files (e.g. 100,1000,10000)"),
+        click.Option(["--seed"], type=int, default=0, help="generator seed for --generate (0)"),
+        click.Option(["--workdir"], type=PATH, default=None, metavar="DIR",
+                     help="keep the temporary databases (and generated corpora) here"),
+        *db_options(),
+    ])

@@ -11,33 +11,16 @@ Register it with Claude Code, for example::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import click
+
+from memlens.cli.common import EXIT_OK, EXIT_USAGE, PATH, Args, Command, db_options, service
+from memlens.core.types import UsageError
 from memlens.mcp import SDK_MISSING
-
-
-def register(sub: Any, common: Callable[..., None]) -> None:
-    """Add the ``mcp`` subcommand to the main parser's subparsers."""
-    p = sub.add_parser(
-        "mcp", help="serve memory to MCP clients (Claude Code…) over stdio",
-        description="Run a Model Context Protocol server on stdin/stdout with the tools "
-        "search_memory, read_memory, memory_history, list_memories and memory_status, and "
-        "the resource memory://{repository}/{path}. With --watch, memory folders are also "
-        "watched (like `memlens watch`) while serving; PATH is what to watch (default: the "
-        "configured roots or ~/.claude/projects). Logs go to stderr.",
-        epilog="Example: claude mcp add memlens -- memlens mcp --watch")
-    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                   help="memory folders to watch (with --watch)")
-    p.add_argument("--watch", action="store_true",
-                   help="keep the database in step with the memory folders while serving")
-    p.add_argument("--repository", help="repository name for a single watched memory folder")
-    common(p, json_flag=False)
-    p.set_defaults(handler=cmd_mcp)
 
 
 def _fail(message: str, code: int) -> int:
@@ -45,7 +28,7 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _watcher_factory(svc: Any, args: argparse.Namespace) -> Callable[..., Any] | None:
+def _watcher_factory(svc: Any, args: Args) -> Callable[..., Any] | None:
     """A factory for the ``--watch`` watcher (None when there is nothing to watch)."""
     roots = svc.resolve_roots(args.paths or None, args.repository)
     scan = svc.watch_scan_paths(args.paths or None)
@@ -63,7 +46,7 @@ def _watcher_factory(svc: Any, args: argparse.Namespace) -> Callable[..., Any] |
     return make
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
+def cmd_mcp(args: Args) -> int:
     """``memlens mcp [--watch] [PATH...]``: serve until the client closes stdin."""
     try:
         from memlens.mcp import server
@@ -71,14 +54,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if (exc.name or "").split(".")[0] != "mcp":
             raise
         return _sdk_missing()
-    from memlens.cli.main import EXIT_OK, EXIT_USAGE, _service
-    from memlens.core.types import UsageError
-
     if args.paths and not args.watch:
         return _fail("PATH is what --watch watches; add --watch (or drop PATH)", EXIT_USAGE)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="memlens mcp: %(levelname)s %(name)s: %(message)s")
-    svc = _service(args)  # a CliError reaches cli.main, which prints it (one line)
+    svc = service(args)  # a CliError is printed by Command.invoke (one line)
     try:
         svc.open()  # a broken database fails before serving
         factory = _watcher_factory(svc, args) if args.watch else None
@@ -94,4 +74,22 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def _sdk_missing() -> int:
     sys.stderr.write(SDK_MISSING + "\n")
-    return 2
+    return EXIT_USAGE
+
+
+command = Command(
+    "mcp", handler=cmd_mcp, short_help="serve memory to MCP clients (Claude Code…) over stdio",
+    help="Run a Model Context Protocol server on stdin/stdout with the tools search_memory, "
+    "read_memory, memory_history, list_memories and memory_status, and the resource "
+    "memory://{repository}/{path}. With --watch, memory folders are also watched (like "
+    "`memlens watch`) while serving; PATH is what to watch (default: the configured roots or "
+    "~/.claude/projects). Logs go to stderr.",
+    epilog="Example: claude mcp add memlens -- memlens mcp --watch",
+    params=[
+        click.Argument(["paths"], nargs=-1, type=PATH, metavar="[PATH]..."),
+        click.Option(["--watch"], is_flag=True,
+                     help="keep the database in step with the memory folders while serving"),
+        click.Option(["--repository"],
+                     help="repository name for a single watched memory folder"),
+        *db_options(json_flag=False),
+    ])

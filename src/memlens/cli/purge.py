@@ -11,32 +11,15 @@ process kept the WAL open, or a re-projection failed: the message says what to r
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Callable
-from typing import Any
+
+from memlens.cli.common import EXIT_FAIL, EXIT_OK, Args, Command, db_options, service
 
 
-def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the ``purge`` subcommand to the main parser's subparsers."""
-    p = sub.add_parser(
-        "purge", help="re-redact everything stored with the current rules; leave no trace",
-        description="Apply the current redaction rules again to everything stored "
-        "(documents, every revision's snapshot, diff and summary, chunks), re-project what "
-        "changed and drop the cached vectors of the old text, then checkpoint the WAL and "
-        "VACUUM with secure_delete, so a secret caught late leaves no byte behind. Stop "
-        "watchers and the TUI first: a process that keeps the database open keeps old pages "
-        "in the WAL.")
-    common(p)
-    p.set_defaults(handler=cmd_purge)
-
-
-def cmd_purge(args: argparse.Namespace) -> int:
+def cmd_purge(args: Args) -> int:
     """``memlens purge``."""
-    from memlens.cli.main import EXIT_FAIL, EXIT_OK, _service
-
-    svc = _service(args)
+    svc = service(args)
     try:
         out = svc.purge()
     finally:
@@ -58,3 +41,14 @@ def cmd_purge(args: argparse.Namespace) -> int:
         print("memlens: some documents could not be re-projected; run `memlens project "
               "--force`", file=sys.stderr)
     return EXIT_OK if out.complete else EXIT_FAIL
+
+
+command = Command(
+    "purge", handler=cmd_purge,
+    short_help="re-redact everything stored with the current rules; leave no trace",
+    help="Apply the current redaction rules again to everything stored (documents, every "
+    "revision's snapshot, diff and summary, chunks), re-project what changed and drop the "
+    "cached vectors of the old text, then checkpoint the WAL and VACUUM with secure_delete, "
+    "so a secret caught late leaves no byte behind. Stop watchers and the TUI first: a "
+    "process that keeps the database open keeps old pages in the WAL.",
+    params=db_options())

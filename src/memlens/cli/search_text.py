@@ -1,4 +1,4 @@
-"""The text and JSON forms of a search result, printed by the CLI (:mod:`memlens.cli.read`)
+"""The text and JSON forms of a search result, printed by the CLI (:mod:`memlens.cli.search`)
 and by the console script's one-shot search (:mod:`memlens.launch`): one printer for both.
 No core import: it prints the JSON object of ``SearchResult.as_json``.
 """

@@ -8,13 +8,15 @@ so in the title and the status bar.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import click
+
+from memlens.cli.common import EXIT_FAIL, EXIT_OK, PATH, Args, CliError, Command, db_options
 
 BLAS_THREADS = "1"
 """BLAS threads of the UI process (numpy's OpenBLAS; the vector search's ``M @ q``)."""
@@ -34,34 +36,9 @@ def limit_blas_threads() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
 
 
-def register(sub: Any, common: Callable[..., None]) -> None:
-    """Add the ``tui`` subcommand to the ``memlens`` parser."""
-    p = sub.add_parser(
-        "tui", help="open the terminal UI (the default command)",
-        description="Browse memory in a terminal UI: documents by repository, chunk "
-        "boundaries, revision timeline with diffs, projection status, live search and "
-        "rechunk with preview. PATH is a memory folder, a Claude project folder or a folder "
-        "of project folders; with none, ~/.claude/projects/*/memory is used, or a copy of "
-        "the bundled demo corpus when there is no Claude memory. Press ? inside for keys.",
-        epilog="Examples: `memlens`, `memlens tui corpus/ --db /tmp/demo.db`, "
-        "`memlens tui --demo`.")
-    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                   help="memory folders to open (default: your Claude memory)")
-    p.add_argument("--repository", help="repository name for a single memory folder")
-    p.add_argument("--no-watch", action="store_true",
-                   help="do not watch the folders for changes (config: watch.enabled)")
-    p.add_argument("--demo", action="store_true",
-                   help="open a copy of the bundled demo corpus (own database unless --db)")
-    p.add_argument("--no-ingest", action="store_true",
-                   help="only show what is already in the database")
-    common(p, json_flag=False)
-    p.set_defaults(handler=cmd_tui)
-
-
-def cmd_tui(args: argparse.Namespace) -> int:
+def cmd_tui(args: Args) -> int:
     """Open the UI; returns the exit code."""
     limit_blas_threads()
-    from memlens.cli.main import EXIT_FAIL, EXIT_OK, CliError
     from memlens.core.service import MemoryService, load_settings
     from memlens.core.types import ChunkerConfigError, ConfigError, DatabaseError, UsageError
     from memlens.tui.demo import DEMO_NOTE, DemoUnavailable, demo_db_path, prepare_demo
@@ -128,3 +105,24 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print(f"memlens: the demo database is {db}; e.g. memlens search QUERY --db {db}",
               file=sys.stderr)
     return EXIT_OK if app.return_code in (None, 0) else int(app.return_code or 1)
+
+
+command = Command(
+    "tui", handler=cmd_tui, short_help="open the terminal UI (the default command)",
+    help="Browse memory in a terminal UI: documents by repository, chunk boundaries, revision "
+    "timeline with diffs, projection status, live search and rechunk with preview. PATH is a "
+    "memory folder, a Claude project folder or a folder of project folders; with none, "
+    "~/.claude/projects/*/memory is used, or a copy of the bundled demo corpus when there is "
+    "no Claude memory. Press ? inside for keys.",
+    epilog="Examples: `memlens`, `memlens tui corpus/ --db /tmp/demo.db`, `memlens tui --demo`.",
+    params=[
+        click.Argument(["paths"], nargs=-1, type=PATH, metavar="[PATH]..."),
+        click.Option(["--repository"], help="repository name for a single memory folder"),
+        click.Option(["--no-watch"], is_flag=True,
+                     help="do not watch the folders for changes (config: watch.enabled)"),
+        click.Option(["--demo"], is_flag=True,
+                     help="open a copy of the bundled demo corpus (own database unless --db)"),
+        click.Option(["--no-ingest"], is_flag=True,
+                     help="only show what is already in the database"),
+        *db_options(json_flag=False),
+    ])

@@ -15,39 +15,27 @@ and the command exits 0.
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import click
 
-def register(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the ``watch`` subcommand to the main parser's subparsers."""
-    p = sub.add_parser(
-        "watch", help="watch memory folders and re-ingest changes as they happen",
-        description="Watch memory folders (recursively, Markdown only) and keep the database "
-        "in step: edits, new files, renames and deletions are ingested and projected within "
-        "a fraction of a second, and a periodic full reconcile catches anything missed. "
-        "PATH is a memory folder, a Claude project folder or a folder of project folders "
-        "(like ~/.claude/projects; new projects are picked up without a restart). With no "
-        "PATH, the configured roots or ~/.claude/projects are watched. Prints one line per "
-        "change; stop with Ctrl-C or SIGTERM.")
-    p.add_argument("paths", nargs="*", type=Path, metavar="PATH")
-    p.add_argument("--repository", help="repository name for a single memory folder")
-    p.add_argument("--debounce-ms", type=int, default=None, metavar="MS",
-                   help="quiet time before a burst of file events is ingested "
-                   "(default from config: 50)")
-    p.add_argument("--reconcile-seconds", type=float, default=None, metavar="S",
-                   help="interval of the full reconcile rescan; 0 turns it off "
-                   "(default from config: 60)")
-    common(p)
-    p.set_defaults(handler=cmd_watch)
+from memlens.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    PATH,
+    Args,
+    Command,
+    db_options,
+    service,
+)
+from memlens.core.types import UsageError
 
 
 def _iso(t: float) -> str:
@@ -114,21 +102,13 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
-    """``memlens watch [PATH...]``: watch until SIGINT/SIGTERM, then exit 0.
-
-    Usage problems are reported here rather than raised as ``CliError``: under
-    ``python -m memlens.cli.main`` the CLI module exists twice (``__main__`` and
-    ``memlens.cli.main``), so a ``CliError`` raised from here would not be caught.
-    """
-    from memlens.cli.main import EXIT_FAIL, EXIT_OK, EXIT_USAGE, _service
-    from memlens.core.types import UsageError
-
+def cmd_watch(args: Args) -> int:
+    """``memlens watch [PATH...]``: watch until SIGINT/SIGTERM, then exit 0."""
     if args.debounce_ms is not None and args.debounce_ms <= 0:
         return _fail("--debounce-ms must be a positive number of milliseconds", EXIT_USAGE)
     if args.reconcile_seconds is not None and args.reconcile_seconds < 0:
         return _fail("--reconcile-seconds must be 0 (off) or more", EXIT_USAGE)
-    svc = _service(args)  # a CliError reaches cli.main, which prints it (one line)
+    svc = service(args)  # a CliError is printed by Command.invoke (one line)
     try:
         try:
             roots = svc.resolve_roots(args.paths or None, args.repository)
@@ -161,3 +141,25 @@ def cmd_watch(args: argparse.Namespace) -> int:
     finally:
         svc.close()
     return EXIT_OK
+
+
+command = Command(
+    "watch", handler=cmd_watch,
+    short_help="watch memory folders and re-ingest changes as they happen",
+    help="Watch memory folders (recursively, Markdown only) and keep the database in step: "
+    "edits, new files, renames and deletions are ingested and projected within a fraction of "
+    "a second, and a periodic full reconcile catches anything missed. PATH is a memory "
+    "folder, a Claude project folder or a folder of project folders (like ~/.claude/projects; "
+    "new projects are picked up without a restart). With no PATH, the configured roots or "
+    "~/.claude/projects are watched. Prints one line per change; stop with Ctrl-C or SIGTERM.",
+    params=[
+        click.Argument(["paths"], nargs=-1, type=PATH, metavar="[PATH]..."),
+        click.Option(["--repository"], help="repository name for a single memory folder"),
+        click.Option(["--debounce-ms"], type=int, default=None, metavar="MS",
+                     help="quiet time before a burst of file events is ingested "
+                     "(default from config: 50)"),
+        click.Option(["--reconcile-seconds"], type=float, default=None, metavar="S",
+                     help="interval of the full reconcile rescan; 0 turns it off "
+                     "(default from config: 60)"),
+        *db_options(),
+    ])

@@ -172,7 +172,7 @@ def lexical_search(db: str, query: str, *, k: int = 10, all_projects: bool = Fal
         search_history.record(conn, query, "lexical", "cli",
                               time.time() if now is None else now, HISTORY)
     except apsw.Error:
-        pass  # history is best effort: the search has answered (as cli_read._remember)
+        pass  # history is best effort: the search has answered (as memlens.cli.search._remember)
     finally:
         conn.close()
     return {"query": query, "mode": "lexical", "embedder": None, "notes": [],

@@ -1,0 +1,60 @@
+"""``memlens search``: search the active projection (lexical, vector or hybrid).
+
+A plain lexical search is usually answered before this module loads, by the console
+script's one-shot path (:mod:`memlens.launch`); this is the full path, for every search.
+"""
+
+from __future__ import annotations
+
+import click
+
+import memlens.core.types as T
+from memlens.cli.common import EXIT_FAIL, EXIT_OK, Args, CliError, Command, db_options, service
+from memlens.cli.search_text import print_result
+from memlens.core.service import MemoryService
+from memlens.core.types import FUSIONS, DatabaseError, SearchError, StorageError
+
+
+def cmd_search(args: Args) -> int:
+    """``memlens search``."""
+    if args.k <= 0:
+        raise CliError("-k must be a positive number")
+    svc = service(args, **{"search.fusion": args.fusion})
+    try:
+        res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
+                         doc_type=args.doc_type, all_projects=args.all_projects)
+        _remember(svc, args.query, args.mode)
+    except (SearchError, T.EmbeddingError) as exc:
+        raise CliError(str(exc), EXIT_FAIL) from None
+    finally:
+        svc.close()
+    print_result(res.as_json(), args.json)
+    return EXIT_OK
+
+
+def _remember(svc: MemoryService, query: str, mode: str) -> None:
+    """Keep the search for recall; a read-only or locked database is not an error here."""
+    try:
+        svc.remember_search(query, mode, "cli")
+    except (DatabaseError, StorageError):
+        pass  # history is best effort: the search has answered
+
+
+command = Command(
+    "search", handler=cmd_search, short_help="search active memory",
+    help="Search the active projection. Modes: lexical (FTS5 bm25), vector (sqlite-vec KNN), "
+    "hybrid (score fusion of both; default).",
+    params=[
+        click.Argument(["query"]),
+        click.Option(["--mode"], type=click.Choice(["lexical", "vector", "hybrid"]),
+                     default="hybrid", show_default=True),
+        click.Option(["-k"], type=int, default=10, help="number of hits (default 10)"),
+        click.Option(["--repository"], help="only this repository"),
+        click.Option(["--type", "doc_type"], help="only documents with this front-matter type"),
+        click.Option(["--embedder"], help="embedder for the query (must match the projection)"),
+        click.Option(["--fusion"], type=click.Choice(["auto", *FUSIONS]),
+                     help="how hybrid fuses lexical and vector scores (config [search] fusion)"),
+        click.Option(["--all-projects"], is_flag=True,
+                     help="do not rank the current project's memory first"),
+        *db_options(),
+    ])
