@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memlens.core.details import Revision as Revision
     from memlens.core.details import RevisionChunker as RevisionChunker
     from memlens.core.details import Stats as Stats
+    from memlens.core.details import StoredChunkerConfig as StoredChunkerConfig
     from memlens.core.details import _Keys
     from memlens.core.doctor import Problem as Problem
     from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
@@ -115,6 +116,7 @@ _LAZY: dict[str, str] = {
     'Revision': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
+    'StoredChunkerConfig': 'memlens.core.details',
 }
 
 __all__ = [
@@ -128,6 +130,7 @@ __all__ = [
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
+    "StoredChunkerConfig",
     "UsageError", "VectorReport", "WatchEvent", "WatchSettings",
 ]
 

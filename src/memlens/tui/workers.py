@@ -43,6 +43,7 @@ WORKER_TASKS: dict[str, str] = {
     "prefetch_filter_index": "prepare the document filter",
     "load_stats": "load statistics",
     "load_detail": "show the document",
+    "load_rechunk_choice": "open the rechunk dialog",
     "run_startup": "read the memory folders",
     "run_retry": "retry the projection",
     "run_rechunk": "rechunk",
@@ -201,7 +202,7 @@ class AppWorkers(EventsApp):
     def load_stats(self) -> None:
         """Counts for the status bar."""
         with self._db() as svc:
-            stats = jobs.stats_dict(svc)
+            stats = svc.statistics()
         self.post_message(StatsLoaded(stats))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
@@ -211,6 +212,14 @@ class AppWorkers(EventsApp):
         with self._db() as svc:
             jobs.read_detail(svc, doc_id, self.clock(), select_ordinal, hit,
                              self.post_message, self._cancelled)
+
+    @work(thread=True, exclusive=True, group="rechunk-choice", exit_on_error=False)
+    def load_rechunk_choice(self, doc_id: int, label: str, live_count: int,
+                            all_documents: bool = False) -> None:
+        """A document's effective chunker settings, for the rechunk dialog."""
+        with self._db() as svc:
+            jobs.rechunk_choice(svc, doc_id, label, live_count, all_documents,
+                                self.post_message)
 
     # -- workers: writes ----------------------------------------------------
     @work(thread=True, exclusive=True, group="startup", exit_on_error=False)
