@@ -30,7 +30,8 @@ from memlens.tui.messages import SearchOutcome, SearchResults
 from memlens.tui.screens.rechunk import RechunkDialog
 from memlens.tui.screens.search import SearchScreen
 from memlens.tui.widgets.chunk_view import ChunkView, build_lines
-from memlens.tui.widgets.doc_tree import PAGE, DocData, MoreData
+from memlens.tui.widgets.doc_tree import PAGE
+from memlens.tui.widgets.tree_rows import DocData, MoreData
 from tests.conftest import CORPUS, Clock
 
 SIZE = (140, 45)
@@ -586,7 +587,7 @@ async def test_labels_are_never_glued_to_their_values(scenario: Scenario) -> Non
         for r in timeline.history:
             content = timeline._row(r)
             assert blank_led_runs(content.plain, content.spans) == [], content.plain
-            assert f"{r['content_hash'][:8]}  " in content.plain
+            assert f"{r.content_hash[:8]}  " in content.plain
         title = app.query_one("#doc-title", Static).render()
         assert blank_led_runs(title.plain, title.spans) == []  # type: ignore[union-attr]
         bar = app.query_one("#status", StatusBar).render()

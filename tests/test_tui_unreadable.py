@@ -13,7 +13,8 @@ from typing import Any
 from textual.widgets import Static
 
 from memlens.tui.app import MemlensApp
-from memlens.tui.widgets.doc_tree import DocData, DocumentTree
+from memlens.tui.widgets.doc_tree import DocumentTree
+from memlens.tui.widgets.tree_rows import DocData
 
 BAD_BYTES = b"# Notes\n\nthe nightly run \xff\xfe broke\n"
 

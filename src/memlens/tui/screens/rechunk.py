@@ -258,7 +258,8 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         compact = width < min_w or height < min_h
         self.set_class(compact, "-compact")
         for widget in self.query("#strategy, #max-tokens, #overlap, Button"):
-            widget.compact = compact  # type: ignore[attr-defined]
+            if isinstance(widget, Select | Input | Button):
+                widget.compact = compact
 
     def set_all_documents(self) -> None:
         """Turn the "all documents" switch on (the palette's "Rechunk all")."""
