@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from memlens.core.search.preview import QueryEffect as QueryEffect
     from memlens.core.store.db import DatabaseError as DatabaseError
     from memlens.core.store.db import StorageError as StorageError
+    from memlens.watch.watcher import Watcher as Watcher
     from memlens.watch.watcher import WatchEvent as WatchEvent
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
@@ -109,6 +110,7 @@ _LAZY: dict[str, str] = {
     'claude_slug': 'memlens.core.ingest.sources',
     'BenchError': 'memlens.bench',
     'WatchEvent': 'memlens.watch.watcher',
+    'Watcher': 'memlens.watch.watcher',
     # this module's own detail values, defined apart so a short read does not build them
     'DocumentDetail': 'memlens.core.details',
     'HitSource': 'memlens.core.details',
@@ -131,7 +133,7 @@ __all__ = [
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "StoredChunkerConfig",
-    "UsageError", "VectorReport", "WatchEvent", "WatchSettings",
+    "UsageError", "VectorReport", "WatchEvent", "WatchSettings", "Watcher",
 ]
 
 

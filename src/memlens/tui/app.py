@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
 from textual.app import App, SystemCommand
@@ -27,7 +27,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from memlens.core.service import FilterIndex, MemoryService
-from memlens.core.types import IndexWarning, MemoryRoot, SearchHit, Stats
+from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 from memlens.tui.closing import exit_requested, quiet_when_closing
 from memlens.tui.commands import BROWSER_ACTIONS, MemlensCommands
 from memlens.tui.demo import banner
@@ -55,6 +55,9 @@ from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.doc_tree import DocumentTree
 from memlens.tui.widgets.status_bar import StatusBar
 from memlens.tui.workers import AppWorkers, worker_failure
+
+if TYPE_CHECKING:  # annotations only (``Watcher`` loads the watcher and the ingest path)
+    from memlens.core.types import Stats, Watcher
 
 __all__ = ["MemlensApp", "MemlensCommands"]
 
@@ -127,7 +130,7 @@ class MemlensApp(AppWorkers):
         self._open_best: str | None = None  # Enter in the filter: open its best match when listed
         self._shown_filter: tuple[str, int | None] | None = None  # (filter, its best match)
         self._requested_doc: int | None = None
-        self._watcher: Any = None
+        self._watcher: Watcher | None = None
         self._watch_stop = threading.Event()
         self._reload_debounce = Debouncer(self, 0.3)
         self._stats_debounce = Debouncer(self, 0.25)

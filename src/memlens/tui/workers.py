@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.timer import Timer
@@ -21,8 +21,8 @@ from textual.worker import get_current_worker
 from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 
-if TYPE_CHECKING:  # resolving it loads the watcher and the ingest path (start-up)
-    from memlens.core.types import WatchEvent
+if TYPE_CHECKING:  # resolving them loads the watcher and the ingest path (start-up)
+    from memlens.core.types import Watcher, WatchEvent
 
 from memlens.tui import jobs
 from memlens.tui.event_hooks import EventsApp
@@ -76,7 +76,7 @@ class AppWorkers(EventsApp):
     _filter_index: FilterIndex | None
     _filter_gen: int
     _warnings_cache: dict[int, list[IndexWarning]]
-    _watcher: Any
+    _watcher: Watcher | None
     _watch_stop: threading.Event
     heap: HeapKeeper
 
