@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from memlens.core.ingest.names import is_tagged, needs_new_name, stored_logical_path
 from memlens.core.store import db as dbm
+from memlens.watch.watcher import Watcher
 from tests.conftest import MemoryTree, run_cli
 
 GH = "ghp_" + "Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0KsQeWa"
@@ -258,7 +259,7 @@ def test_watcher_sees_secret_named_files_come_and_go(
     mem = tree.memdir()
     roots = svc.resolve_roots([mem])
     svc.ingest(roots)
-    watcher = svc.watcher(roots, debounce_ms=50)
+    watcher = Watcher(svc, roots, debounce_ms=50)
     stop = threading.Event()
     th = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
     th.start()

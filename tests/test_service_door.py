@@ -17,8 +17,8 @@ from memlens.core.types import (
     DocumentSummary,
     Revision,
     Stats,
-    WatchEvent,
 )
+from memlens.watch.events import WatchEvent
 from tests.conftest import MemoryTree, run_cli
 
 ALPHA = "# Alpha\n\nfirst body text about sqlite.\n\n## Beta\n\nsecond part.\n"

@@ -1,5 +1,7 @@
-"""``memlens bench`` behind the door: the CLI calls these (through
-:mod:`memlens.core.service`), never the bench module itself."""
+"""``memlens bench``'s entry points: the CLI (``memlens.cli.bench``) imports these,
+never the rest of :mod:`memlens.bench`. The benchmark is a client of the door (the
+service imports nothing of it); it drives the door's start-up flow
+(:func:`memlens.bench.harness.ingest_corpus`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memlens.core.config.settings import Settings
+from memlens.core.types import Settings
 
 
 def bench_embedder_options(settings: Settings) -> dict[str, dict[str, Any]]:

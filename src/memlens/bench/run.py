@@ -39,10 +39,9 @@ from memlens.bench.metrics import (
     section_relevant,
 )
 from memlens.bench.report import seed_table
-from memlens.core.config.settings import SearchSettings
 from memlens.core.embedders.registry import Embedder
-from memlens.core.ingest.sources import MemoryRoot
 from memlens.core.search import engine as search_mod
+from memlens.core.types import MemoryRoot, SearchSettings
 
 
 def _judge(svc: Any, queries: Sequence[Query], mode: str, embedder: Embedder | None,

@@ -20,7 +20,7 @@ from memlens.bench.harness import (
     work_folder,
 )
 from memlens.bench.metrics import Strategy, percentile
-from memlens.core.ingest.sources import MemoryRoot
+from memlens.core.types import MemoryRoot
 
 
 def latency(svc: Any, queries: Sequence[str], modes: Sequence[str], *, k: int = EVAL_K,
@@ -103,11 +103,11 @@ def _scale_corpus(cdir: Path, n: int, seed: int) -> GeneratedCorpus:
 
 
 def _rescan_seconds(svc: Any, roots: Sequence[MemoryRoot]) -> float:
-    """Median time of three unchanged rescans (one rescan is a few ms, noisy)."""
+    """Median time of three start-ups at an unchanged store (one is a few ms, noisy)."""
     rescans = []
     for _ in range(3):
         t = time.perf_counter()
-        svc.ingest(roots)
+        svc.start_up(roots)
         rescans.append(time.perf_counter() - t)
     return statistics.median(rescans)
 

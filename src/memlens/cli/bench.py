@@ -108,7 +108,8 @@ def _command_line(argv: list[str]) -> str:
 
 def _embedder_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Options from the config file's [embedder] table, for the configured embedder."""
-    from memlens.core.service import bench_embedder_options, load_settings
+    from memlens.bench.entry import bench_embedder_options
+    from memlens.core.service import load_settings
     from memlens.core.types import ConfigError
 
     try:
@@ -124,8 +125,8 @@ class _Usage(Exception):
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``memlens bench``."""
-    from memlens.core.service import render_bench_report, render_train_validation, run_benchmark
-    from memlens.core.types import BenchError
+    from memlens.bench.common import BenchError
+    from memlens.bench.entry import render_bench_report, render_train_validation, run_benchmark
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("memlens", "cli.py")) else []
     command = _command_line(argv or _reconstruct(args))
@@ -192,7 +193,7 @@ def _reconstruct(args: argparse.Namespace) -> list[str]:
 
 
 def _default_corpus() -> Path:
-    from memlens.core.types import BenchError
+    from memlens.bench.common import BenchError
     from memlens.tui.demo import DemoUnavailable, bundled_corpus
 
     try:

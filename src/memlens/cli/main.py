@@ -338,7 +338,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if args.defer_projection:
             out = svc.ingest(roots, project=False, on_change=on_change)
         else:
-            out = svc.start_up(roots, on_change=on_change)
+            out = svc.start_up(roots, progress=lambda ev: on_change(ev.change)
+                               if isinstance(ev, T.FileRead) else None)
         unprojected = _projection_failures(svc, out.projection)
         no_vectors = _vector_failures(svc, out.projection)
     finally:

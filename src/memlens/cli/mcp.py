@@ -55,8 +55,10 @@ def _watcher_factory(svc: Any, args: argparse.Namespace) -> Callable[..., Any] |
         return None
 
     def make(on_event: Callable[..., None]) -> Any:
-        return svc.watcher(roots, scan_paths=scan, on_event=on_event,
-                           repository=args.repository)
+        from memlens.watch.watcher import Watcher
+
+        return Watcher(svc, roots, scan_paths=scan, on_event=on_event,
+                       repository=args.repository)
 
     return make
 

@@ -140,9 +140,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 return _fail("no memory folders found (looked in ~/.claude/projects/*/memory); "
                              "pass a PATH, e.g. `memlens watch corpus/`", EXIT_FAIL)
         printer = _Printer(bool(args.json))
-        watcher = svc.watcher(roots, scan_paths=scan, debounce_ms=args.debounce_ms,
-                              reconcile_seconds=args.reconcile_seconds, on_event=printer,
-                              repository=args.repository)
+        from memlens.watch.watcher import Watcher
+
+        watcher = Watcher(svc, roots, scan_paths=scan, debounce_ms=args.debounce_ms,
+                          reconcile_seconds=args.reconcile_seconds, on_event=printer,
+                          repository=args.repository)
         stop = threading.Event()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:

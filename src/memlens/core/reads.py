@@ -353,3 +353,23 @@ class ServiceReads(ServiceBase):
         from memlens.core.projection import swap as proj
 
         return proj.queued_document_ids(self.conn(), self.clock())
+
+    # -- for a watcher: what is stored under a memory folder --------------------------
+    def live_count_under(self, root: Path) -> int:
+        """Live documents stored from the memory folder ``root``."""
+        return int(dbm.scalar(self.conn(), "SELECT COUNT(*) FROM memory_documents"
+                              " WHERE source_root=? AND tombstoned_at IS NULL",
+                              (str(root),)) or 0)
+
+    def has_documents_under(self, root: Path, folder: str) -> bool:
+        """Whether a live document of ``root`` lies under the logical ``folder`` (given
+        as on disk; a folder named by a secret is looked up by its stored, redacted
+        name)."""
+        from memlens.core.ingest.names import stored_folder
+
+        rel = stored_folder(folder)
+        lo = rel + "/"
+        hi = rel + "0"  # '0' sorts right after '/'
+        return dbm.scalar(self.conn(), "SELECT 1 FROM memory_documents WHERE"
+                          " source_root=? AND tombstoned_at IS NULL AND logical_path>=?"
+                          " AND logical_path<? LIMIT 1", (str(root), lo, hi)) is not None

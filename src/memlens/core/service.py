@@ -4,29 +4,24 @@
 (SQLite connections must not be shared across threads). Its methods return the
 frozen dataclasses of :mod:`memlens.core.types`, so the UI never sees SQL. The UI
 (CLI and TUI) imports only this module and ``memlens.core.types``
-(``tests/test_architecture.py`` enforces it). The flows live here once: startup
-(:meth:`MemoryService.start_up`), projecting the queue in batches
-(:meth:`~MemoryService.project_queue`), rechunk then project
-(:meth:`~MemoryService.rechunk_and_project`), retry and after-ingest.
+(``tests/test_architecture.py`` enforces it). The service imports none of its
+clients (the CLI, the TUI, the MCP server, the watcher, the benchmark).
 
-The class is assembled from three modules to keep each small: the plumbing
-(:mod:`memlens.core.runtime`: settings, embedder, per-thread connections), the
-reads (:mod:`memlens.core.reads`) and, here, the writes, search and flows.
+The class is assembled by concept: the plumbing (:mod:`memlens.core.runtime`:
+settings, embedder, per-thread connections), the reads (:mod:`memlens.core.reads`),
+the writes and the flows, one home each — start-up, rechunk, after-change, retry —
+with their progress events and cancellation (:mod:`memlens.core.flows`), and, here,
+sources, search, previews and purge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlens.bench.entry import (
-    bench_embedder_options,
-    render_bench_report,
-    render_train_validation,
-    run_benchmark,
-)
 from memlens.core.config.settings import load_settings
+from memlens.core.flows import ServiceFlows
 from memlens.core.ingest.sources import (
     MemoryRoot,
     claude_projects_dir,
@@ -35,7 +30,6 @@ from memlens.core.ingest.sources import (
     read_file,
     roots_for_path,
 )
-from memlens.core.reads import ServiceReads
 from memlens.core.search import engine as search_mod
 from memlens.core.search import history as search_history
 from memlens.core.search import rows as search_rows
@@ -44,14 +38,11 @@ from memlens.core.store.db import explain_storage_error
 from memlens.core.types import DocumentSummary, FilterIndex, IngestOutcome, PurgeOutcome, RechunkOutcome
 
 if TYPE_CHECKING:
-    from memlens.core.chunking.choice import ChunkerChoice
     from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
-    from memlens.core.ingest.pipeline import FileChange
     from memlens.core.projection import swap as proj
     from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.preview import QueryEffect
     from memlens.core.search.vector_matrix import VectorMatrixCache
-    from memlens.watch.watcher import Watcher, WatchEvent
 # The chunker, projection, ingest, redaction, purge and vector code are imported in the
 # methods that use them, so a one-shot read (`memlens search --mode lexical`, `docs`)
 # loads only the database, config and search modules (tests/test_imports.py,
@@ -60,9 +51,7 @@ if TYPE_CHECKING:
 from memlens.core.runtime import Clock
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
-           "explain_storage_error",
-           "RechunkOutcome", "bench_embedder_options", "chunk_file", "load_settings",
-           "render_bench_report", "render_train_validation", "run_benchmark"]
+           "explain_storage_error", "RechunkOutcome", "chunk_file", "load_settings"]
 
 
 def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:
@@ -89,10 +78,11 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
     return chunk_markdown(text, config, path=path.name), found
 
 
-class MemoryService(ServiceReads):
+class MemoryService(ServiceFlows):
     """Façade over the memlens core for one database."""
 
-    # (plumbing: memlens.core.runtime; reads: memlens.core.reads)
+    # (plumbing: memlens.core.runtime; reads: memlens.core.reads; writes and flows:
+    # memlens.core.flows)
 
     # In-RAM copies of the vector spaces (memlens.core.search.vector_matrix), loaded in the
     # background from the second search at an unchanged store on: a one-shot command
@@ -173,101 +163,6 @@ class MemoryService(ServiceReads):
                     f"{root.path} is stored as repository {other[0]!r}; a folder keeps its name"
                     f" (run without --repository, or with --repository {other[0]})")
 
-    # -- writes -------------------------------------------------------------
-    def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
-               on_change: Callable[[FileChange], None] | None = None,
-               only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
-        """Ingest memory roots durably, then (unless deferred) project pending work.
-
-        A full disk stops the run (``report.stopped``): what was stored is kept and
-        nothing more is attempted, projection included."""
-        from memlens.core.ingest.pipeline import IngestReport, ingest_root
-        from memlens.core.projection import swap as proj
-
-        conn = self._writable()
-        cfg = self.chunker_config()
-        key = self.install_key()
-        report = IngestReport()
-        limit = self.settings.limits.max_file_bytes  # [limits] / MEMLENS_MAX_FILE_BYTES
-        for root in roots:
-            sel = only_paths.get(root.path) if only_paths is not None else None
-            if only_paths is not None and sel is None:
-                continue
-            part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
-                               max_bytes=limit,
-                               max_chunks=self.settings.limits.max_chunks_per_file,
-                               on_change=on_change)
-            report.changes.extend(part.changes)
-            report.warnings.extend(part.warnings)
-            if part.stopped:
-                report.stopped = part.stopped
-                return IngestOutcome(report, None, proj.pending_count(conn))
-        self._retention([c.document_id for c in report.changes
-                         if c.document_id is not None and c.kind not in ("unchanged", "failed")])
-        pr = self.project() if project else None
-        return IngestOutcome(report, pr, proj.pending_count(conn))
-
-    def _retention(self, doc_ids: Sequence[int]) -> None:
-        from memlens.core.store.records import apply_retention
-
-        ret = self.settings.retention
-        for d in set(doc_ids):
-            apply_retention(self.conn(), d, ret.max_revisions, ret.max_age_days, self.clock())
-
-    def mark_embedder_changes(self) -> int:
-        """Queue live documents projected with another embedder; returns how many.
-
-        Their old projection stays searchable (lexically, and by vector only in its
-        own space) until the new one swaps in. An embedder that cannot tell its fingerprint
-        now (an HTTP endpoint asked for its dimension refuses the connection) queues
-        nothing: 0; the projection that follows records the reason on each document.
-        """
-        from memlens.core.embedders.registry import EmbedderUnavailable, EmbeddingError
-        from memlens.core.projection import swap as proj
-
-        try:
-            fingerprint = self.embedder.fingerprint()
-        except EmbedderUnavailable:
-            raise
-        except EmbeddingError:
-            return 0
-        return proj.queue_other_embedder(self._writable(), fingerprint)
-
-    def project(self, document_ids: Sequence[int] | None = None, *, force: bool = False,
-                on_progress: Callable[[proj.ProjectionOutcome], None] | None = None,
-                vectors: bool = True,
-                on_slice: Callable[[proj.VectorReport], None] | None = None,
-                stop: Callable[[], bool] | None = None) -> proj.ProjectionReport:
-        """Project pending documents (or the given ones; ``force`` ignores back-off):
-        stage 1 (nodes and FTS rows: searchable by words at once), then, with
-        ``vectors``, stage 2 (the vectors of every waiting document, or of the given ones,
-        in short slices, smallest first; ``on_slice`` after each, ``stop`` ends it after
-        the current slice; documents queued meanwhile get their stage 1 between slices).
-
-        An embedder that cannot answer (connection refused) does not raise here: each
-        claimed document records the reason (failed, or stale while an older projection
-        is served) with its back-off.
-        """
-        from memlens.core.projection import swap as proj
-
-        self.mark_embedder_changes()
-        ps = self.settings.projection
-        return proj.project_pending(
-            self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
-            retry_base=ps.retry_base_seconds, retry_cap=ps.retry_max_seconds,
-            on_progress=on_progress, vectors=vectors, cap=ps.max_vectors_per_document,
-            on_slice=on_slice, stop=stop)
-
-    def vectors_waiting(self) -> int:
-        """Live documents whose vectors are still being computed (searchable lexically)."""
-        from memlens.core.projection import swap as proj
-
-        return proj.vectors_waiting(self.conn())
-
-    def retry(self, doc_id: int) -> proj.ProjectionReport:
-        """Retry one document's projection now, ignoring back-off."""
-        return self.project([doc_id], force=True)
-
     def preview_rechunk(self, doc_id: int, config: ChunkerConfig) -> tuple[list[Chunk],
                                                                            list[Chunk]]:
         """(current chunks, chunks the new config would make) — writes nothing."""
@@ -293,30 +188,6 @@ class MemoryService(ServiceReads):
         current, proposed = self.preview_rechunk(doc_id, config)
         qs = list(queries) if queries is not None else self.recent_searches(20)
         return preview_mod.search_effect(self.conn(), doc_id, doc.path, current, proposed, qs)
-
-    def rechunk(self, doc_ids: Sequence[int] | None, config: ChunkerConfig) -> list[int]:
-        """Write rechunk revisions (all live documents when ``doc_ids`` is None).
-
-        Returns ids of documents that got a new revision. Projection is left to
-        the caller (``project``), so a UI can run it in the background.
-        """
-        from memlens.core.chunking.chunker import chunk_markdown
-        from memlens.core.store.records import write_rechunk
-
-        config.validate()
-        conn = self._writable()
-        if doc_ids is None:
-            doc_ids = [int(r[0]) for r in conn.execute(
-                "SELECT id FROM memory_documents WHERE tombstoned_at IS NULL ORDER BY id")]
-        changed = []
-        for d in doc_ids:
-            doc = self.detail(d)
-            if doc is None or doc.tombstoned:
-                continue
-            chunks = chunk_markdown(doc.content, config, path=doc.path).chunks
-            if write_rechunk(conn, d, config, chunks, self.clock()) is not None:
-                changed.append(d)
-        return changed
 
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None,
@@ -444,151 +315,13 @@ class MemoryService(ServiceReads):
         truncated = dbm.secure_vacuum(conn)
         return PurgeOutcome(len(ids), len(changed), revisions, chunks, report, truncated, note)
 
-    def watcher(self, roots: Sequence[MemoryRoot] | None = None, *,
-                scan_paths: Sequence[Path] | None = None,
-                on_event: Callable[[WatchEvent], None] | None = None,
-                debounce_ms: int | None = None, reconcile_seconds: float | None = None,
-                repository: str | None = None) -> Watcher:
-        """A file watcher on ``roots`` (and new memory folders under ``scan_paths``)."""
-        from memlens.watch.watcher import Watcher
-
-        return Watcher(self, roots, scan_paths=scan_paths, on_event=on_event,
-                       debounce_ms=debounce_ms, reconcile_seconds=reconcile_seconds,
-                       repository=repository)
-
-    # -- flows (one home each; the CLI and the TUI call these) ----------------------
+    # -- sources for a watcher ---------------------------------------------------
     def watch_scan_paths(self, paths: Sequence[Path] | None = None) -> list[Path]:
         """Folders a watcher should scan: the given ones, else the configured roots or
         ``~/.claude/projects`` (only those that exist)."""
         if paths:
             return [Path(p) for p in paths]
         return [p for p in (self.settings.roots or [claude_projects_dir()]) if p.is_dir()]
-
-    def start_up(self, roots: Sequence[MemoryRoot], *, batch: int = 50,
-                 on_change: Callable[[FileChange], None] | None = None,
-                 on_batch: Callable[[Sequence[int], proj.ProjectionReport], None] | None = None,
-                 ) -> IngestOutcome:
-        """Startup: ingest durably, then project the queue in batches of ``batch``
-        documents, calling ``on_batch(ids, report)`` after each one."""
-        from memlens.core.projection import swap as proj
-
-        out = self.ingest(roots, project=False, on_change=on_change)
-        if out.report.stopped:
-            return out
-        reports = self.project_queue(batch=batch, on_batch=on_batch)
-        merged = proj.ProjectionReport.merged(reports)
-        return IngestOutcome(out.report, merged, self.pending_count())
-
-    def project_queue(self, *, batch: int = 50,
-                      on_batch: Callable[[Sequence[int], proj.ProjectionReport], None] | None
-                      = None) -> list[proj.ProjectionReport]:
-        """Project everything queued now, ``batch`` documents at a time."""
-        self.mark_embedder_changes()
-        ids = self.queued_document_ids()
-        reports = []
-        for start in range(0, len(ids), max(1, batch)):
-            part = ids[start:start + max(1, batch)]
-            rep = self.project(part, vectors=False)  # stage 1: every batch searchable first
-            reports.append(rep)
-            if on_batch is not None:
-                on_batch(part, rep)
-            if rep.stopped:  # a full disk: the rest would fail the same way
-                return reports
-        rep = self.project()  # stage 2 (and stage 1 of whatever was queued meanwhile)
-        reports.append(rep)
-        return reports
-
-    def after_ingest(self, changes: Sequence[FileChange]) -> proj.ProjectionReport:
-        """What follows an ingest of ``changes``: project the documents they touched."""
-        from memlens.core.projection import swap as proj
-
-        ids = sorted({c.document_id for c in changes
-                      if c.document_id is not None and c.kind not in ("unchanged", "failed")})
-        return self.project(ids) if ids else proj.ProjectionReport([])
-
-    def rechunk_and_project(self, doc_ids: Sequence[int] | None, config: ChunkerConfig, *,
-                            project: bool = True, repository: str | None = None,
-                            remember: bool = True) -> RechunkOutcome:
-        """Rechunk one, some, a repository's or all (``None``) live documents, then
-        project the changed ones.
-
-        With ``remember`` (the default) the choice sticks: it is recorded per document,
-        for ``repository``, or for all documents, and later edits and re-ingests chunk
-        with it (see :mod:`memlens.core.chunking.choice`).
-        """
-        from memlens.core.projection import swap as proj
-
-        config.validate()
-        if remember:
-            self.remember_chunker(config, doc_ids, repository=repository)
-        if repository is not None:
-            doc_ids = [d.id for d in self.list_documents(repository=repository)]
-        elif doc_ids is None:
-            doc_ids = [d.id for d in self.list_documents()]
-        changed = self.rechunk(doc_ids, config)
-        rep = None
-        if project:
-            # The whole queue, not only what changed now: an earlier interrupted rechunk
-            # (or ingest) may have left documents pending; this run finishes them too.
-            reports = self.project_queue()
-            rep = proj.ProjectionReport.merged(reports)
-        return RechunkOutcome(config, len(doc_ids), tuple(changed), rep)
-
-    def remember_chunker(self, config: ChunkerConfig, doc_ids: Sequence[int] | None, *,
-                         repository: str | None = None) -> str:
-        """Record a rechunk's configuration so later writes keep it; returns the scope
-        (``repository`` when given, ``all`` when ``doc_ids`` is None, else ``document``
-        for each id). A broader choice clears the narrower ones it covers."""
-        from memlens.core.chunking import choice
-
-        config.validate()
-        conn, now = self._writable(), self.clock()
-        if repository is not None:
-            ids = [d.id for d in self.list_documents(repository=repository)]
-            choice.remember(conn, "repository", config, now, repository=repository,
-                            document_ids=ids)
-            return "repository"
-        if doc_ids is None:
-            choice.remember(conn, "all", config, now)
-            return "all"
-        for d in doc_ids:
-            choice.remember(conn, "document", config, now, document_id=d)
-        return "document"
-
-    def effective_chunker(self, doc_id: int) -> ChunkerChoice:
-        """The chunker settings a document uses now and where they come from
-        (document > repository > all documents > settings)."""
-        from memlens.core.chunking import choice
-
-        doc = self.detail(doc_id)
-        if doc is None:
-            raise LookupError(f"no document with id {doc_id}")
-        return choice.effective(self.conn(), doc_id, doc.repository, self.chunker_config())
-
-    def reset_chunker(self, doc_id: int | None = None, *, repository: str | None = None,
-                      project: bool = True) -> RechunkOutcome:
-        """Forget a remembered choice (of one document, of ``repository``, or — both
-        None — the all-documents one) and the narrower ones it covers (a repository's
-        documents; with neither, every choice), then rechunk the affected documents with
-        what applies then."""
-        from memlens.core.chunking import choice
-
-        conn = self.conn()
-        if doc_id is not None:
-            choice.forget(conn, "document", document_id=doc_id)
-            ids = [doc_id]
-        elif repository is not None:
-            ids = [d.id for d in self.list_documents(repository=repository)]
-            choice.forget(conn, "repository", repository=repository, document_ids=ids)
-        else:
-            choice.forget(conn, "all")
-            ids = [d.id for d in self.list_documents()]
-        changed: list[int] = []
-        for d in ids:
-            eff = self.effective_chunker(d)
-            changed.extend(self.rechunk([d], eff.config))
-        rep = self.project(changed) if (changed and project) else None
-        return RechunkOutcome(self.chunker_config(), len(ids), tuple(changed), rep)
 
     def chunker_choices(self) -> list[tuple[str, str, ChunkerConfig, float]]:
         """Every remembered chunker choice as (scope, target, config, set_at); the target

@@ -26,9 +26,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memlens.core.service import MemoryService
-from memlens.core.types import WatchEvent
 from memlens.mcp import tools
 from memlens.mcp.tools import K_MAX, K_MIN, ToolInputError, ToolOutput, scrub
+from memlens.watch.events import WatchEvent
 
 log = logging.getLogger("memlens.mcp")
 T = TypeVar("T")
@@ -53,7 +53,7 @@ PathArg = Annotated[str, Field(description="Logical path inside the memory folde
 
 
 class WatcherLike(Protocol):
-    """What the server needs of ``MemoryService.watcher(...)``."""
+    """What the server needs of a :class:`memlens.watch.watcher.Watcher`."""
 
     def run(self, stop: threading.Event) -> None: ...
 

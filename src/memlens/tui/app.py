@@ -57,7 +57,8 @@ from memlens.tui.widgets.status_bar import StatusBar
 from memlens.tui.workers import AppWorkers, worker_failure
 
 if TYPE_CHECKING:  # annotations only (``Watcher`` loads the watcher and the ingest path)
-    from memlens.core.types import Stats, Watcher
+    from memlens.core.types import Stats
+    from memlens.watch.watcher import Watcher
 
 __all__ = ["MemlensApp", "MemlensCommands"]
 

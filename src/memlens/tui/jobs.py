@@ -16,20 +16,26 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from memlens.core.service import FilterIndex, MemoryService
+from memlens.core.types import (
+    DocumentProjected,
+    FileRead,
+    IngestDone,
+    ProgressEvent,
+    Rechunked,
+    RowsChanged,
+    VectorSlice,
+)
 
-if TYPE_CHECKING:  # annotations only: resolving ``WatchEvent`` or ``FileChange`` loads the
+if TYPE_CHECKING:  # annotations only: resolving ``WatchEvent`` or ``IngestReport`` loads the
     # watcher, ingest, projection and redaction modules (~60 ms before the first frame).
     from memlens.core.types import (
-        ChunkerConfig,
         DocumentSummary,
-        FileChange,
         IndexWarning,
-        MemoryRoot,
-        ProjectionOutcome,
+        IngestReport,
+        ProjectionReport,
         SearchHit,
-        VectorReport,
-        WatchEvent,
     )
+    from memlens.watch.events import WatchEvent
 
 from memlens.tui.messages import (
     DetailLoaded,
@@ -47,9 +53,8 @@ from memlens.tui.messages import (
 Post = Callable[[Message], Any]
 Cancelled = Callable[[], bool]
 
-PROJECT_BATCH = 50
 ROW_FLUSH_SECONDS = 0.1
-RECHUNK_BATCH = 100
+"""How often a long flow refreshes the rows it has projected meanwhile."""
 
 
 def filtered_documents(svc: MemoryService, idx: FilterIndex, text: str,
@@ -118,127 +123,107 @@ def rechunk_choice(svc: MemoryService, doc_id: int, label: str, live_count: int,
     post(RechunkChoiceLoaded(doc_id, label, base, origin, live_count, all_documents))
 
 
-def project_ids(svc: MemoryService, ids: Sequence[int], job: str, post: Post,
-                cancelled: Cancelled, *, force: bool = False,
-                all_vectors: bool = False) -> tuple[int, int]:
-    """Project documents in batches, posting row updates; returns (ready, not ready).
+class FlowProgress:
+    """The door's progress events of one flow (start-up, rechunk, retry) as the app's
+    messages. Called on the worker thread that runs the flow; it reads the rows it
+    posts through the same service, and throttles the row refreshes of a long run
+    (:data:`ROW_FLUSH_SECONDS`). Counts what it saw: ``ready`` and ``bad`` documents.
 
-    Two stages (issue 37): every batch is made searchable by its words first (stage 1),
-    then the vectors follow in short slices (stage 2: of these documents, or with
-    ``all_vectors`` of every document that waits for them), with progress."""
-    total = len(ids)
-    done = ready = bad = 0
-    pending: list[int] = []
-    last = time.monotonic()
+    Args:
+        svc: The worker's service.
+        job: The job name of the projection's progress (``startup``, ``rechunk``…).
+        post: Posts a message to the app.
+        on_written: Called once the flow's writes are stored (the ingest or the
+            rechunk revisions), before the projection: the filter candidates are stale.
+    """
 
-    def progress(o: ProjectionOutcome) -> None:
-        nonlocal done, ready, bad, last
-        done += 1
-        if o.result == "ready":
-            ready += 1
-        elif o.result in ("failed", "stale"):
-            bad += 1
-        pending.append(o.document_id)
-        post(Progress(job, "projecting", done, total))
-        if time.monotonic() - last >= ROW_FLUSH_SECONDS:
-            last = time.monotonic()
-            post(DocumentRowsChanged(svc.document_summaries(pending)))
-            pending.clear()
+    def __init__(self, svc: MemoryService, job: str, post: Post,
+                 on_written: Callable[[], None] | None = None) -> None:
+        self.svc, self.job, self.post, self.on_written = svc, job, post, on_written
+        self.ready = self.bad = self.read = 0
+        self.failed: list[str] = []
+        self.unreadable: list[tuple[str, str, str]] = []
+        self._pending: list[int] = []
+        self._last = time.monotonic()
 
-    for start in range(0, total, PROJECT_BATCH):
-        if cancelled():
-            break
-        batch = list(ids[start:start + PROJECT_BATCH])
-        post(DocumentRowsChanged(svc.document_summaries(batch), processing=True))
-        pending.clear()
-        svc.project(batch, force=force, on_progress=progress, vectors=False)
-        # Every row of the batch leaves "processing", projected or not (back-off).
-        post(DocumentRowsChanged(svc.document_summaries(batch)))
-    if not cancelled():
-        project_vectors(svc, None if all_vectors else ids, job, post, cancelled, force=force)
-    return ready, bad
+    def _rows(self, ids: Sequence[int], processing: bool = False) -> None:
+        self.post(DocumentRowsChanged(self.svc.document_summaries(ids), processing=processing))
 
+    def _due(self) -> bool:
+        if time.monotonic() - self._last < ROW_FLUSH_SECONDS:
+            return False
+        self._last = time.monotonic()
+        return True
 
-def project_vectors(svc: MemoryService, ids: Sequence[int] | None, job: str, post: Post,
-                    cancelled: Cancelled, *, force: bool = False) -> None:
-    """Stage 2 of the projection in the worker: vectors in short slices (the embedder
-    releases the GIL while it runs), progress after each slice, the rows refreshed as
-    their documents complete; ``cancelled`` ends it after the current slice."""
-    if not svc.vectors_waiting():
-        return
-    docs = svc.list_documents() if ids is None else svc.document_summaries(ids)
-    left = {d.id for d in docs if d.vectors_done < d.vectors_total}
-    total = sum(d.vectors_total - d.vectors_done for d in docs if d.id in left)
-    last = time.monotonic()
+    def __call__(self, ev: ProgressEvent) -> None:
+        """Post what ``ev`` means for the app."""
+        if isinstance(ev, FileRead):
+            ch = ev.change
+            self.read = ev.done
+            if ch.kind == "failed":
+                self.failed.append(f"{ch.repository}/{ch.path}: {ch.error}")
+                self.unreadable.append((ch.repository, ch.path, ch.error or "could not be read"))
+            self.post(Progress("ingest", "reading", ev.done, None, f"{ch.repository}/{ch.path}"))
+        elif isinstance(ev, IngestDone):
+            self._ingested(ev.report)
+        elif isinstance(ev, Rechunked):
+            if ev.document_ids:
+                self._rows(ev.document_ids)
+            self.post(Progress("rechunk", "rechunking", ev.done, ev.total))
+            if ev.done >= ev.total and self.on_written is not None:
+                self.on_written()
+        elif isinstance(ev, RowsChanged):
+            self._rows(ev.document_ids, ev.processing)
+            if ev.processing:
+                self._pending.clear()
+        elif isinstance(ev, DocumentProjected):
+            o = ev.outcome
+            if o.result == "ready":
+                self.ready += 1
+            elif o.result in ("failed", "stale"):
+                self.bad += 1
+            self._pending.append(o.document_id)
+            self.post(Progress(self.job, "projecting", ev.done, ev.total))
+            if self._due():
+                self._rows(self._pending)
+                self._pending.clear()
+        elif isinstance(ev, VectorSlice):
+            total = ev.total
+            self.post(Progress(self.job, "vectors",
+                               min(ev.written + ev.cached, total) if total else 0, total or None))
+            if self._due():
+                self._rows(ev.document_ids)
 
-    def on_slice(rep: VectorReport) -> None:
-        nonlocal last
-        post(Progress(job, "vectors", min(rep.written + rep.cached, total) if total else 0,
-                      total or None))
-        if time.monotonic() - last >= ROW_FLUSH_SECONDS:
-            last = time.monotonic()
-            post(DocumentRowsChanged(svc.document_summaries(sorted(left))))
-
-    svc.project(ids, force=force, on_slice=on_slice, stop=cancelled)
-    post(DocumentRowsChanged(svc.document_summaries(sorted(left))))
-
-
-def ingest_durably(svc: MemoryService, roots: Sequence[MemoryRoot], post: Post) -> None:
-    """Ingest durably (no projection), reporting each file read and the failures."""
-    read = 0
-    failed: list[str] = []
-    unreadable: list[tuple[str, str, str]] = []
-
-    def on_change(ch: FileChange) -> None:
-        nonlocal read
-        read += 1
-        if ch.kind == "failed":
-            failed.append(f"{ch.repository}/{ch.path}: {ch.error}")
-            unreadable.append((ch.repository, ch.path, ch.error or "could not be read"))
-        post(Progress("ingest", "reading", read, None, f"{ch.repository}/{ch.path}"))
-
-    out = svc.ingest(roots, project=False, on_change=on_change)
-    counts = out.report.counts()
-    post(JobFinished(
-        "ingest", f"{read} files: {counts['created']} new, {counts['updated']} updated, "
-        f"{counts['deleted']} deleted, {len(failed)} failed", ok=not failed))
-    if unreadable:
-        post(FilesUnreadable(unreadable))
-    if failed:
-        more = f"\n… {len(failed) - 5} more" if len(failed) > 5 else ""
-        post(JobFinished("ingest-errors", "\n".join(failed[:5]) + more, ok=False, reload=False))
-
-
-def project_queue(svc: MemoryService, post: Post, cancelled: Cancelled) -> None:
-    """Project what the queue holds now, then report."""
-    ready, bad = project_ids(svc, svc.queued_document_ids(), "startup", post, cancelled,
-                             all_vectors=True)
-    post(JobFinished("startup", f"projected {ready} ready, {bad} failed", ok=not bad))
+    def _ingested(self, report: IngestReport) -> None:
+        """The ingest's summary, its unreadable files and its errors (five at most)."""
+        # Counted from the changes' kinds (typed), not ``report.counts()``: a dict, whose
+        # "created"/"updated"/"deleted" keys count kinds that never occur (always 0).
+        kinds = [c.kind for c in report.changes]
+        failed = self.failed
+        self.post(JobFinished(
+            "ingest", f"{self.read} files: {kinds.count('create')} new, "
+            f"{kinds.count('update')} updated, {kinds.count('delete')} deleted, "
+            f"{len(failed)} failed", ok=not failed))
+        if self.unreadable:
+            self.post(FilesUnreadable(self.unreadable))
+        if failed:
+            more = f"\n… {len(failed) - 5} more" if len(failed) > 5 else ""
+            self.post(JobFinished("ingest-errors", "\n".join(failed[:5]) + more, ok=False,
+                                  reload=False))
+        if self.on_written is not None:
+            self.on_written()
 
 
-def retry(svc: MemoryService, doc_id: int, post: Post) -> None:
-    """Retry one document's projection now (ignoring back-off)."""
-    post(DocumentRowsChanged(svc.document_summaries([doc_id]), processing=True))
-    rep = svc.retry(doc_id)
-    post(DocumentRowsChanged(svc.document_summaries([doc_id])))
+def startup_summary(flow: FlowProgress) -> JobFinished:
+    """The message ending the start-up job."""
+    return JobFinished("startup", f"projected {flow.ready} ready, {flow.bad} failed",
+                       ok=not flow.bad)
+
+
+def retry_done(doc_id: int, rep: ProjectionReport) -> RetryDone:
+    """The message ending a retry."""
     o = rep.outcomes[0] if rep.outcomes else None
-    post(RetryDone(doc_id, o.result if o else "unchanged", o.error if o else None))
-
-
-def rechunk(svc: MemoryService, ids: Sequence[int], config: ChunkerConfig, post: Post,
-            cancelled: Cancelled) -> list[int] | None:
-    """Write rechunk revisions in batches; the ids that changed (None if cancelled)."""
-    changed: list[int] = []
-    for start in range(0, len(ids), RECHUNK_BATCH):
-        if cancelled():
-            return None
-        part = svc.rechunk(ids[start:start + RECHUNK_BATCH], config)
-        changed += part
-        if part:
-            post(DocumentRowsChanged(svc.document_summaries(part)))
-        post(Progress("rechunk", "rechunking", start + len(ids[start:start + RECHUNK_BATCH]),
-                      len(ids)))
-    return changed
+    return RetryDone(doc_id, o.result if o else "unchanged", o.error if o else None)
 
 
 def rechunk_summary(total: int, changed: int, ready: int, bad: int) -> JobFinished:

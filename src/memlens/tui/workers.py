@@ -22,13 +22,13 @@ from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 
 if TYPE_CHECKING:  # resolving them loads the watcher and the ingest path (start-up)
-    from memlens.core.types import Watcher, WatchEvent
+    from memlens.watch.events import WatchEvent
+    from memlens.watch.watcher import Watcher
 
 from memlens.tui import jobs
 from memlens.tui.event_hooks import EventsApp
 from memlens.tui.heap import HeapKeeper
 from memlens.tui.messages import (
-    DocumentRowsChanged,
     DocumentsLoaded,
     FilesUnreadable,
     IndexWarningsLoaded,
@@ -224,11 +224,13 @@ class AppWorkers(EventsApp):
     # -- workers: writes ----------------------------------------------------
     @work(thread=True, exclusive=True, group="startup", exit_on_error=False)
     def run_startup(self) -> None:
-        """Ingest the roots durably, show the list, then project the queue."""
+        """The door's start-up flow: ingest the roots durably, show the list, then
+        project the queue."""
         with self._db() as svc:
-            jobs.ingest_durably(svc, self.roots, self.post_message)
-            self._invalidate_filter_index()
-            jobs.project_queue(svc, self.post_message, self._cancelled)
+            flow = jobs.FlowProgress(svc, "startup", self.post_message,
+                                     on_written=self._invalidate_filter_index)
+            svc.start_up(self.roots, progress=flow, cancelled=self._cancelled)
+            self.post_message(jobs.startup_summary(flow))
         if self.watch_enabled and not self._cancelled():
             self.call_from_thread(self.start_watcher)
 
@@ -236,33 +238,28 @@ class AppWorkers(EventsApp):
     def run_retry(self, doc_id: int) -> None:
         """Retry one document's projection now (ignoring back-off)."""
         with self._db() as svc:
-            jobs.retry(svc, doc_id, self.post_message)
+            rep = svc.retry(doc_id, progress=jobs.FlowProgress(svc, "retry", self.post_message))
+            self.post_message(jobs.retry_done(doc_id, rep))
 
     @work(thread=True, exclusive=True, group="rechunk", exit_on_error=False)
     def run_rechunk(self, request: RechunkRequest) -> None:
-        """Write rechunk revisions, then project them, with visible row states."""
+        """The door's rechunk flow (or the reset of a remembered choice): write the
+        revisions, then project, with visible row states."""
         with self._db() as svc:
-            if request.all_documents:
-                ids = [d.id for d in svc.list_documents()]
-            else:
-                ids = [request.doc_id] if request.doc_id is not None else []
+            flow = jobs.FlowProgress(svc, "rechunk", self.post_message,
+                                     on_written=self._invalidate_filter_index)
             if request.reset:
                 out = svc.reset_chunker(None if request.all_documents else request.doc_id,
-                                        project=False)
-                changed = list(out.changed)
-                if changed:
-                    self.post_message(DocumentRowsChanged(svc.document_summaries(changed)))
+                                        progress=flow, cancelled=self._cancelled)
             else:
-                svc.remember_chunker(request.config, None if request.all_documents else ids)
-                rechunked = jobs.rechunk(svc, ids, request.config, self.post_message,
-                                         self._cancelled)
-                if rechunked is None:
-                    return
-                changed = rechunked
-            self._invalidate_filter_index()
-            ready, bad = jobs.project_ids(svc, changed, "rechunk", self.post_message,
-                                          self._cancelled)
-        self.post_message(jobs.rechunk_summary(len(ids), len(changed), ready, bad))
+                ids = [request.doc_id] if request.doc_id is not None else []
+                out = svc.rechunk_and_project(None if request.all_documents else ids,
+                                              request.config, progress=flow,
+                                              cancelled=self._cancelled)
+            if out.projection is None:  # cancelled while writing
+                return
+        self.post_message(jobs.rechunk_summary(out.considered, len(out.changed), flow.ready,
+                                               flow.bad))
 
     # -- watcher ------------------------------------------------------------
     def action_toggle_watch(self) -> None:
@@ -299,8 +296,10 @@ class AppWorkers(EventsApp):
                                                 w.queue_size if w is not None else 0))
 
         with self._db() as svc:
-            watcher = svc.watcher(self.roots or None, scan_paths=self.scan_paths,
-                                  on_event=on_event)
+            from memlens.watch.watcher import Watcher  # loads the ingest path: not at start-up
+
+            watcher = Watcher(svc, self.roots or None, scan_paths=self.scan_paths,
+                              on_event=on_event)
             self._watcher = watcher
             try:
                 watcher.run(self._watch_stop)

@@ -21,8 +21,8 @@ from typing import Literal
 
 from watchfiles import Change
 
-from memlens.core.ingest.sources import MemoryRoot, claude_projects_dir
 from memlens.core.service import MemoryService
+from memlens.core.types import MemoryRoot, claude_projects_dir
 
 # The logger keeps the name it had when all of the watcher lived in one module.
 log = logging.getLogger("memlens.watch.watcher")

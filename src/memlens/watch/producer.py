@@ -16,7 +16,7 @@ from pathlib import Path
 import watchfiles
 from watchfiles import Change
 
-from memlens.core.ingest.sources import is_ignored_name, is_markdown_name
+from memlens.core.types import is_ignored_name, is_markdown_name
 from memlens.watch.events import (
     MAX_BATCH_MS,
     POLL_MS,

@@ -3,8 +3,9 @@
 Part of :mod:`memlens.watch.watcher`. Runs on the thread that calls
 :meth:`memlens.watch.watcher.Watcher.run`: it re-resolves the memory roots in scope
 (a vanished folder is reported, never tombstoned wholesale), waits for changed
-files to settle, ingests batches with ``only_paths``, projects, and runs the full
-reconcile that catches missed events.
+files to settle, ingests batches with ``only_paths``, hands them to the door's
+after-change flow (:meth:`memlens.core.service.MemoryService.after_change`: stage 1,
+then the vectors), and runs the full reconcile that catches missed events.
 """
 
 from __future__ import annotations
@@ -17,18 +18,16 @@ from pathlib import Path
 
 from watchfiles import Change
 
-from memlens.core.ingest.names import stored_folder
-from memlens.core.ingest.pipeline import FileChange
-from memlens.core.ingest.sources import (
+from memlens.core.types import (
+    FileChange,
     MemoryRoot,
+    ProjectionReport,
     UsageError,
     claude_projects_dir,
     is_ignored_name,
     is_markdown_name,
     roots_for_path,
 )
-from memlens.core.projection.swap import ProjectionReport
-from memlens.core.store import db as dbm
 from memlens.watch.events import MAX_SETTLE_SECONDS, Interrupted, Scope, WatcherBase, is_under, sig
 
 
@@ -95,9 +94,7 @@ class WatchConsumer(WatcherBase):
 
     def _live_count(self, root: MemoryRoot) -> int:
         try:
-            return int(dbm.scalar(self._service.conn(), "SELECT COUNT(*) FROM memory_documents"
-                                  " WHERE source_root=? AND tombstoned_at IS NULL",
-                                  (str(root.path),)) or 0)
+            return self._service.live_count_under(root.path)
         except Exception:  # counting is cosmetic
             return 0
 
@@ -109,13 +106,8 @@ class WatchConsumer(WatcherBase):
         return best
 
     def _has_docs_under(self, root: MemoryRoot, rel: str) -> bool:
-        rel = stored_folder(rel)  # a folder named by a secret is stored redacted
-        lo = rel + "/"
-        hi = rel + "0"  # '0' sorts right after '/'
         try:
-            return dbm.scalar(self._service.conn(), "SELECT 1 FROM memory_documents WHERE"
-                              " source_root=? AND tombstoned_at IS NULL AND logical_path>=?"
-                              " AND logical_path<? LIMIT 1", (str(root.path), lo, hi)) is not None
+            return self._service.has_documents_under(root.path, rel)
         except Exception:
             return True  # when in doubt, rescan the root
 
@@ -219,7 +211,7 @@ class WatchConsumer(WatcherBase):
     def _ingest(self, full: list[MemoryRoot], partial: dict[MemoryRoot, set[str]],
                 stop: threading.Event, *, always_project: bool = False
                 ) -> tuple[bool, list[FileChange]]:
-        """Ingest, project and emit events.
+        """Ingest, then the door's after-change flow (project the queue), and emit events.
 
         Returns:
             (ok, changes): ``ok`` is False when ingest raised and the batch should
@@ -247,9 +239,10 @@ class WatchConsumer(WatcherBase):
             self._emit(self._event("error", f"ingest failed: {type(exc).__name__}: {exc}; "
                                    "will retry"))
         report: ProjectionReport | None = None
-        if not interrupted and (always_project or any(c.kind != "unchanged" for c in changes)):
+        if not interrupted:
             try:
-                report = self._service.project()
+                report = self._service.after_change(changes, reconcile=always_project,
+                                                    cancelled=stop.is_set)
             except Exception as exc:
                 self._emit(self._event("error", f"projection failed: {type(exc).__name__}: "
                                        f"{exc}; documents stay queued"))

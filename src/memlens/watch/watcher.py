@@ -39,7 +39,7 @@ from __future__ import annotations
 import threading
 import time
 
-from memlens.core.ingest.sources import MemoryRoot
+from memlens.core.types import MemoryRoot
 from memlens.watch.events import (
     ERROR_RECONCILE_SECONDS,
     MAX_BATCH_MS,

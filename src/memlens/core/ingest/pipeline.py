@@ -66,6 +66,11 @@ from memlens.core.store.records import (
 Clock = Callable[[], float]
 RACY_NS = 2_000_000_000
 
+DEFAULT_MAX_CHUNKS_PER_FILE = 5000
+"""The per-file chunk cap when none is passed (``[limits] max_chunks_per_file``, where
+``MEMLENS_MAX_CHUNKS_PER_FILE`` overrides, is the one the service passes): a heading-dense
+file could otherwise turn into hundreds of thousands of rows."""
+
 
 @dataclass(frozen=True)
 class FileChange:
@@ -123,10 +128,10 @@ class IngestReport:
 
 def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
                  max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 max_chunks: int | None = None) -> PreparedFile:
+                 max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE) -> PreparedFile:
     """Read, decode, redact, hash and chunk one file (no database access); a file over
-    ``max_bytes`` or splitting into more than ``max_chunks`` chunks (default:
-    :func:`max_chunks_per_file`) is refused.
+    ``max_bytes`` or splitting into more than ``max_chunks`` chunks is refused (the
+    caller passes ``[limits]`` from the settings, where ``MEMLENS_MAX_*`` overrides).
 
     Raises:
         SourceError: the file cannot be used; the message says why.
@@ -138,7 +143,7 @@ def prepare_file(sf: SourceFile, config: ChunkerConfig, key: bytes,
         result = chunk_markdown(red, config, path=sf.logical_path)
     except RecursionError:
         raise SourceError("Markdown is nested too deeply to parse") from None
-    limit = max_chunks if max_chunks is not None else max_chunks_per_file()
+    limit = max_chunks
     if len(result.chunks) > limit:
         raise SourceError(
             f"splits into {len(result.chunks):,} chunks, over the limit of {limit:,} per file "
@@ -262,7 +267,7 @@ def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[
 def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
                      root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
                      max_bytes: int, emit: Emit, errored: set[str],
-                     max_chunks: int | None = None) -> list[PreparedFile]:
+                     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE) -> list[PreparedFile]:
     """Prepare every file not caught by the stat fast path; failures go to ``errored``.
 
     ``configs`` maps a document id to its remembered chunker choice (None: the
@@ -354,7 +359,7 @@ def ingest_root(
     *,
     only_paths: Iterable[str] | None = None,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_chunks: int | None = None,
+    max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
     on_change: Callable[[FileChange], None] | None = None,
 ) -> IngestReport:
     """Ingest one memory root (or only some logical paths of it).
@@ -371,7 +376,7 @@ def ingest_root(
             listed path that no longer exists is treated as vanished.
         max_bytes: Files larger than this are refused with a per-file error.
         max_chunks: Files splitting into more chunks are refused the same way
-            (default: :func:`max_chunks_per_file`).
+            (the caller passes ``[limits] max_chunks_per_file``).
         on_change: Called after each applied change.
     """
     report = IngestReport()
@@ -464,26 +469,4 @@ def _rename_old_names(conn: apsw.Connection, root: MemoryRoot, live: dict[str, d
             live[new] = {**live.pop(old), "logical_path": new, "source_path": src}
 
 
-DEFAULT_MAX_CHUNKS_PER_FILE = 5000
-
-
-def max_chunks_per_file() -> int:
-    """The per-file chunk cap (``MEMLENS_MAX_CHUNKS_PER_FILE`` overrides the default):
-    a heading-dense file could otherwise turn into hundreds of thousands of rows."""
-    raw = os.environ.get("MEMLENS_MAX_CHUNKS_PER_FILE")
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_MAX_CHUNKS_PER_FILE
-    except ValueError:
-        return DEFAULT_MAX_CHUNKS_PER_FILE
-
-
-def max_file_bytes() -> int:
-    """The per-file size limit (``MEMLENS_MAX_FILE_BYTES`` overrides the default)."""
-    raw = os.environ.get("MEMLENS_MAX_FILE_BYTES")
-    try:
-        return int(raw) if raw else DEFAULT_MAX_FILE_BYTES
-    except ValueError:
-        return DEFAULT_MAX_FILE_BYTES
-
-
-__all__ = ["FileChange", "IngestReport", "ingest_root", "prepare_file", "max_file_bytes", "Path"]
+__all__ = ["DEFAULT_MAX_CHUNKS_PER_FILE", "FileChange", "IngestReport", "ingest_root", "prepare_file", "Path"]
