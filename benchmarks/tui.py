@@ -541,6 +541,46 @@ def _time_lexical_builds(svc: Any, watch: LoopWatch) -> None:
         lc._load_nodes = timed("node arrays", lc._load_nodes)  # type: ignore[attr-defined,unused-ignore]
 
 
+class SearchStamps:
+    """Stamps a search screen's work from outside (the app keeps no timing hooks): when
+    its debounce fired (``run_search`` called on the event loop) and when the results
+    handler had shown the outcome, by wrapping the screen's own methods.
+
+    ``stamps`` holds the last search shown ({"fired", "handled"}: ``perf_counter``
+    seconds); ``in_app`` each fired -> handled time.
+    """
+
+    def __init__(self, screen: Any) -> None:
+        from memlens.tui.messages import SearchResults
+
+        self.fired: tuple[str, str, float] | None = None
+        self.stamps: dict[str, float] = {}
+        self.in_app: list[float] = []
+        run_search, on_message = screen.run_search, screen._on_message
+
+        def run(query: str, mode: str, *args: Any, **kwargs: Any) -> Any:
+            self.fired = (query, mode, time.perf_counter())
+            return run_search(query, mode, *args, **kwargs)
+
+        async def handled(message: Any) -> None:
+            await on_message(message)
+            if not isinstance(message, SearchResults):
+                return
+            out, fired = message.outcome, self.fired
+            if screen.last is not out or out.error or fired is None \
+                    or fired[:2] != (out.query, out.mode):
+                return  # stale (not shown), failed, or not the search last fired
+            done = time.perf_counter()
+            self.in_app.append(done - fired[2])
+            self.stamps = {"fired": fired[2], "handled": done}
+            self.fired = None
+
+        # Instance attributes win over the class's: ``_start`` calls ``self.run_search``
+        # and Textual's dispatch awaits ``self._on_message`` for every message.
+        screen.run_search = run
+        screen._on_message = handled
+
+
 class Phase:
     """Wall and process CPU time of one phase, and its worst loop stall."""
 
@@ -649,6 +689,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
         await _settled(app, pilot, tap)
         screen = app.screen
         assert isinstance(screen, SearchScreen)
+        stamper = SearchStamps(screen)
         box = screen.query_one("#search-input", Input)
         area = [_region(screen.query_one("#search-info")),
                 _region(screen.query_one("#search-results"))]
@@ -661,7 +702,7 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
             for q in queries:
                 box.value = ""
                 await _settled(app, pilot, tap)
-                app.timings["search"].clear()
+                stamper.in_app.clear()
                 for c in q[:-1]:
                     await pilot.press(c)
                     if key_gap:
@@ -675,9 +716,9 @@ async def measure(db: Path, n_queries: int, *, modes: Sequence[str] = MODES,
                     continue
                 times.append(shown.t - t)
                 service.append(screen.last.elapsed)
-                in_app.extend(app.timings["search"][-1:])
-                stamps = getattr(screen, "stamps", {})
-                if stamps.get("fired", 0) >= t:  # older trees do not stamp
+                in_app.extend(stamper.in_app[-1:])
+                stamps = stamper.stamps
+                if stamps.get("fired", 0) >= t:
                     to_fired.append(stamps["fired"] - t)
                     to_frame.append(shown.t - stamps["handled"])
             res = phase.end()

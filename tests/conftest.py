@@ -7,20 +7,30 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-# Snapshots live in the top-level snapshots/ folder, not tests/__snapshots__/.
+REPO = Path(__file__).resolve().parent.parent
+SNAPSHOTS = REPO / "snapshots"
+"""Where the TUI snapshot SVGs live: ``snapshots/<test module>/``, not syrupy's
+``tests/__snapshots__/``. Set here once, for every snapshot test (nothing else may)."""
+
+
+def _snapshot_dirname(cls: type, *, test_location: Any) -> str:
+    """``snapshots/<test module>/``: syrupy's layout, moved to the top-level folder."""
+    return str(SNAPSHOTS / test_location.basename)
+
+
 try:
     import pytest_textual_snapshot as _pts
-
-    _SNAP_DIR = Path(__file__).resolve().parent.parent / "snapshots"
-    _pts.SVGImageExtension.dirname = classmethod(  # type: ignore[method-assign]
-        lambda cls, *, test_location: str(_SNAP_DIR / test_location.basename))
-except ImportError:  # pragma: no cover - plugin is a dev dependency
+except ImportError:  # pragma: no cover - the plugin is a dev dependency
     pass
+else:
+    # syrupy calls ``dirname`` as a classmethod (a plain string attribute breaks snapshot
+    # discovery); pytest-textual-snapshot offers no option for the folder.
+    _pts.SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[assignment,method-assign]
 
-REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 
 # Tests never touch the user's real config, key or database.

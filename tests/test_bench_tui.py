@@ -152,3 +152,33 @@ def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> No
     for mode in ("lexical", "hybrid"):
         rows = {r["what"]: r for r in out["results_per_query"][mode]}
         assert rows["render_lines OptionList#search-results"]["ms"] > 0
+
+
+def test_search_stamps_wrap_the_screen_from_the_benchmark(
+        tmp_path: Path, clock: Any, make_service: Any) -> None:
+    """The benchmark stamps "debounce fired" and "results handled" by wrapping the
+    search screen's methods (the app keeps no timing hooks): a search shown gets both
+    stamps, in order, and one fired -> handled time."""
+    from memlens.tui.screens.search import SearchScreen
+    from tests.test_tui import SIZE, build_scenario, settle, type_text
+
+    sc = build_scenario(tmp_path, clock, make_service, states=False)
+    app = sc.app()
+
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("s")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, SearchScreen)
+            stamper = tui_bench.SearchStamps(screen)
+            assert stamper.stamps == {} and not hasattr(screen, "stamps")
+            await type_text(pilot, "heap")
+            await settle(pilot)
+            assert screen.last is not None and screen.last.query == "heap"
+            stamps = stamper.stamps
+            assert set(stamps) == {"fired", "handled"} and stamps["handled"] >= stamps["fired"]
+            assert stamper.in_app[-1] == stamps["handled"] - stamps["fired"]
+
+    asyncio.run(run())

@@ -24,8 +24,8 @@ def _cfg(svc: Any, path: str, repo: str = "-home-dev-proj") -> dict[str, Any]:
     doc = svc.locate(repo, path)
     assert doc is not None
     rev = svc.revisions(doc.id)[0]
-    return json.loads(rev.chunker.config) if isinstance(rev.chunker.config, str) else \
-        dict(rev.chunker.config)
+    assert rev.chunker.config is not None
+    return dict(rev.chunker.config.as_json())
 
 
 def test_document_choice_survives_an_edit_and_a_restart(make_service: Any, tree: Any) -> None:

@@ -26,12 +26,12 @@ from textual.widgets import Input, OptionList, Select, Static, Switch, TabbedCon
 from memlens.core.embedders.registry import EmbeddingError, make_embedder
 from memlens.core.service import MemoryService
 from memlens.tui.app import MemlensApp, MemlensCommands
-from memlens.tui.jobs import document_dict, history_dicts
 from memlens.tui.messages import SearchOutcome, SearchResults
 from memlens.tui.screens.rechunk import RechunkDialog
 from memlens.tui.screens.search import SearchScreen
 from memlens.tui.widgets.chunk_view import ChunkView, build_lines
-from memlens.tui.widgets.doc_tree import PAGE, DocData, MoreData
+from memlens.tui.widgets.doc_tree import PAGE
+from memlens.tui.widgets.tree_rows import DocData, MoreData
 from tests.conftest import CORPUS, Clock
 
 SIZE = (140, 45)
@@ -211,19 +211,32 @@ async def until(pilot: Pilot[Any], cond: Callable[[], bool], what: str,
 
 
 async def settle(pilot: Pilot[Any], *, timeout: float = 30.0) -> None:
-    """Wait until no debounce is pending and no worker runs (the watcher excepted)."""
+    """Wait until no debounce is pending and no worker runs (the watcher excepted);
+    fail (``TimeoutError``, naming what still runs) if that takes over ``timeout``
+    seconds: a test must not go on looking at a screen still changing under it."""
     app = pilot.app
     assert isinstance(app, MemlensApp)
     await pilot.pause()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         if app.is_idle():
             await pilot.pause()
             if app.is_idle():  # messages handled just now may have started new work
                 break
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"the app did not settle within {timeout:g} s: {_busy(app)}")
         await pilot.pause(0.02)
     await pilot.pause()
     await pilot.pause()
+
+
+def _busy(app: MemlensApp) -> str:
+    """What keeps the app from being idle (for a timeout message)."""
+    from textual.worker import WorkerState
+
+    running = [f"worker {w.name or w.group}" for w in app.workers if w.group != "watcher"
+               and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+    return ", ".join(running) or "a debounce timer is pending"
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
@@ -274,12 +287,12 @@ async def test_startup_ingests_durably_then_projects(tmp_path: Path, clock: Cloc
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.doc_tree.document_count == 35
-        assert app.stats["documents"] == 35
-        assert app.stats["queue"]["ready"] == 35
+        assert app.stats is not None and app.stats.documents == 35
+        assert app.stats.queue["ready"] == 35
         assert app.status_bar.job == ""
         assert "35 documents in 4 repositories" in static_text(app, "#filter-info")
         # The first repository is open and its first document (MEMORY.md) is shown.
-        assert app.detail is not None and app.detail.document["path"] == "MEMORY.md"
+        assert app.detail is not None and app.detail.document.path == "MEMORY.md"
         assert all(d.status == "ready" for d in svc.list_documents())
 
 
@@ -464,7 +477,7 @@ async def test_fuzzy_filter_as_you_type(scenario: Scenario) -> None:
         assert any(d is not None and d.path == "cross-compile.md" for d in listed)
         assert "match" in static_text(app, "#filter-info")
         # The best match is selected and shown.
-        assert app.detail is not None and app.detail.document["path"] == "cross-compile.md"
+        assert app.detail is not None and app.detail.document.path == "cross-compile.md"
         await pilot.press("escape")
         assert app.doc_tree.has_focus
         await pilot.press("escape")
@@ -486,7 +499,7 @@ async def test_filter_enter_opens_best_match(scenario: Scenario) -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.detail is not None
-        assert (app.detail.document["repository"], app.detail.document["path"]) == \
+        assert (app.detail.document.repository, app.detail.document.path) == \
             (TIDEWATER, "testing.md")
         assert app.query_one("#chunks", ChunkView).has_focus
         assert app.query_one("#tabs", TabbedContent).active == "tab-chunks"
@@ -500,7 +513,7 @@ async def test_filter_enter_opens_best_match(scenario: Scenario) -> None:
         await settle(pilot)  # listed first: Enter opens it at once
         await pilot.press("enter")
         await settle(pilot)
-        assert app.detail is not None and app.detail.document["path"] == "api-conventions.md"
+        assert app.detail is not None and app.detail.document.path == "api-conventions.md"
         assert app.query_one("#chunks", ChunkView).has_focus
         # No match: say so, stay in the filter.
         await pilot.press("escape", "slash")
@@ -524,7 +537,7 @@ async def test_toggle_tombstoned(scenario: Scenario) -> None:
         assert s is not None and s.status == "tombstoned"
         await select_doc(pilot, scratch)
         assert "deleted" in static_text(app, "#doc-title")
-        assert app.detail is not None and app.detail.history[0]["change_kind"] == "delete"
+        assert app.detail is not None and app.detail.history[0].change_kind == "delete"
         await pilot.press("t")
         await settle(pilot)
         assert app.doc_tree.summary(scratch) is None
@@ -574,7 +587,7 @@ async def test_labels_are_never_glued_to_their_values(scenario: Scenario) -> Non
         for r in timeline.history:
             content = timeline._row(r)
             assert blank_led_runs(content.plain, content.spans) == [], content.plain
-            assert f"{r['content_hash'][:8]}  " in content.plain
+            assert f"{r.content_hash[:8]}  " in content.plain
         title = app.query_one("#doc-title", Static).render()
         assert blank_led_runs(title.plain, title.spans) == []  # type: ignore[union-attr]
         bar = app.query_one("#status", StatusBar).render()
@@ -626,7 +639,7 @@ async def test_timeline_shows_revisions_and_coloured_diff(scenario: Scenario) ->
         await pilot.press("2")
         await pilot.pause()
         hist = app.detail.history if app.detail else []
-        assert [r["change_kind"] for r in hist] == ["update", "create"]
+        assert [r.change_kind for r in hist] == ["update", "create"]
         text = static_text(app, "#revision-text")
         assert "change from #1" in text and "+## Release checklist" in text
         from memlens.tui.widgets.timeline import HUNK_STYLE, diff_content
@@ -660,7 +673,7 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         scenario.embedder.down = True  # the service is still down
         await pilot.press("r")
         await settle(pilot)
-        assert document_dict(scenario.service, failed)["projection"]["attempts"] == 2
+        assert scenario.service.detail(failed).projection.attempts == 2
         assert any(n.startswith("retry: failed") for n in notes)
         # Healthy again: retry now projects it and the row turns ready.
         scenario.embedder.healthy = True
@@ -669,7 +682,7 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         row = app.doc_tree.summary(failed)
         assert row is not None and row.status == "ready"
         assert "ready" in static_text(app, "#projection-text")
-        assert app.stats["queue"]["failed"] == 0
+        assert app.stats is not None and app.stats.queue_failed == 0
 
 
 # ---------------------------------------------------------------------------
@@ -755,7 +768,7 @@ async def test_search_mode_toggle(scenario: Scenario) -> None:
         await settle(pilot)
         await pilot.press("ctrl+t")
         await settle(pilot)
-        assert screen.mode == "lexical" and app.search_mode == "lexical"
+        assert screen.mode == "lexical" and app.search_state.mode == "lexical"
         assert screen.hits and all(h.ranks["vector"] is None for h in screen.hits)
         await pilot.press("ctrl+t")
         await settle(pilot)
@@ -890,7 +903,7 @@ async def _open_rechunk(pilot: Pilot[Any], strategy: str, max_tokens: str,
 @async_test
 async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
-    before = history_dicts(scenario.service, doc)
+    before = scenario.service.revisions(doc)
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -901,7 +914,7 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
         assert "windows/60/15" in head and "min/median/max" in head
         assert f"{n_before} chunks" in str(dialog.query_one("#current-head", Static).render())
         # Nothing is written by a preview.
-        assert len(history_dicts(scenario.service, doc)) == len(before)
+        assert len(scenario.service.revisions(doc)) == len(before)
         seen: list[str] = []
         tree = app.doc_tree
         original = tree.update_documents
@@ -916,9 +929,9 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
-        hist = history_dicts(scenario.service, doc)
-        assert hist[0]["change_kind"] == "rechunk"
-        assert hist[0]["chunker"]["config"]["strategy"] == "windows"
+        hist = scenario.service.revisions(doc)
+        assert hist[0].change_kind == "rechunk"
+        assert hist[0].chunker.config.strategy == "windows"
         row = app.doc_tree.summary(doc)
         assert row is not None and row.status == "ready"
         view = app.query_one("#chunks", ChunkView)
@@ -943,9 +956,9 @@ async def test_rechunk_in_the_dialog_sticks_and_resets(scenario: Scenario) -> No
         path.write_text(path.read_text(encoding="utf-8") + "\nOne more note.\n",
                         encoding="utf-8")
         scenario.service.ingest(scenario.roots)
-        hist = history_dicts(scenario.service, doc)
-        assert hist[0]["change_kind"] == "update"
-        assert hist[0]["chunker"]["config"]["strategy"] == "windows"
+        hist = scenario.service.revisions(doc)
+        assert hist[0].change_kind == "update"
+        assert hist[0].chunker.config.strategy == "windows"
         await app.run_action("reload")
         await settle(pilot)
         await pilot.press("c")
@@ -958,7 +971,7 @@ async def test_rechunk_in_the_dialog_sticks_and_resets(scenario: Scenario) -> No
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
         assert scenario.service.effective_chunker(doc).origin == "settings"
-        assert history_dicts(scenario.service, doc)[0]["chunker"]["config"]["strategy"] \
+        assert scenario.service.revisions(doc)[0].chunker.config.strategy \
             == "adaptive"
 
 
@@ -981,7 +994,7 @@ async def test_rechunk_preview_shows_effect_on_recent_searches(scenario: Scenari
 @async_test
 async def test_rechunk_cancel_writes_nothing(scenario: Scenario) -> None:
     doc = scenario.doc_id(TIDEWATER, "architecture.md")
-    before = history_dicts(scenario.service, doc)
+    before = scenario.service.revisions(doc)
     app = scenario.app()
     async with app.run_test(size=SIZE) as pilot:
         notes = record_notifications(app)
@@ -991,7 +1004,7 @@ async def test_rechunk_cancel_writes_nothing(scenario: Scenario) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, RechunkDialog)
-        assert history_dicts(scenario.service, doc) == before
+        assert scenario.service.revisions(doc) == before
         assert any("nothing written" in n for n in notes)
 
 
@@ -1026,7 +1039,7 @@ async def test_rechunk_all_documents(scenario: Scenario) -> None:
         await settle(pilot)
         live = scenario.service.list_documents()
         for d in live:
-            assert history_dicts(scenario.service, d.id)[0]["chunker"]["config"]["strategy"] == "whole"
+            assert scenario.service.revisions(d.id)[0].chunker.config.strategy == "whole"
         statuses = {app.doc_tree.status_of(app.doc_tree.summary(d.id)) for d in live
                     if app.doc_tree.summary(d.id) is not None}
         assert "processing" not in statuses and "pending" not in statuses

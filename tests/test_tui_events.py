@@ -197,6 +197,6 @@ async def _unreachable(tmp_path: Path, clock: Any, make_service: Callable[..., A
         assert "opening database" not in bar  # statistics load without the endpoint
         assert "unreachable" in bar or "queue …0 ✗" in bar
         assert app.detail is not None
-        proj = app.detail.document["projection"]
-        assert proj["status"] == "failed" and "connection refused" in (proj["error"] or "")
-        assert proj["attempts"] == 1
+        proj = app.detail.document.projection
+        assert proj.status == "failed" and "connection refused" in (proj.error or "")
+        assert proj.attempts == 1

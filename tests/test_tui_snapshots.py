@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_textual_snapshot as _pts
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select
 
@@ -37,19 +36,6 @@ from tests.test_tui import (
 )
 
 Snap = Callable[..., bool]
-
-SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
-
-
-def _snapshot_dirname(cls: type, *, test_location: Any) -> str:
-    """``snapshots/<test module>/``: syrupy's layout, moved to the top-level folder."""
-    return str(SNAPSHOTS / test_location.basename)
-
-
-# syrupy calls ``dirname`` as a classmethod; a plain string attribute (as an older
-# conftest set) breaks snapshot discovery, so install the method here.
-_pts.SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[assignment,method-assign]
-
 
 @pytest.fixture
 def scenario(tmp_path: Path, clock: Clock, make_service: Callable[..., Any]) -> Scenario:

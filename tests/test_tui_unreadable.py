@@ -13,7 +13,8 @@ from typing import Any
 from textual.widgets import Static
 
 from memlens.tui.app import MemlensApp
-from memlens.tui.widgets.doc_tree import DocData, DocumentTree
+from memlens.tui.widgets.doc_tree import DocumentTree
+from memlens.tui.widgets.tree_rows import DocData
 
 BAD_BYTES = b"# Notes\n\nthe nightly run \xff\xfe broke\n"
 
@@ -106,8 +107,8 @@ async def _made_unreadable(tmp_path: Path, clock: Any,
         doc = app.detail.document
         shown_id = app.current_doc_id
         assert shown_id is not None and shown_id > 0
-        memory = next(r.path for r in roots if r.repository == doc["repository"])
-        target = memory / doc["path"]
+        memory = next(r.path for r in roots if r.repository == doc.repository)
+        target = memory / doc.path
         good = target.read_bytes()
         target.write_bytes(BAD_BYTES)
         tree = app.doc_tree

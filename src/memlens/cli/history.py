@@ -38,10 +38,9 @@ def cmd_history(args: Args) -> int:
     print(f"{doc.repository}/{doc.path}")
     for r in hist:
         emb = r.embedder or "-"
-        cfg = r.chunker.config or {}
+        cfg = r.chunker.config.label if r.chunker.config else "-/-/-"
         print(f"  #{r.number:<3} {r.change_kind:<8} {ts(r.observed_at)}  "
-              f"{r.content_hash[:12]}  {cfg.get('strategy', '-')}/{cfg.get('max_tokens', '-')}"
-              f"/{cfg.get('overlap_tokens', '-')}  {emb}")
+              f"{r.content_hash[:12]}  {cfg}  {emb}")
         if r.summary:
             print(f"       {r.summary}")
         if r.diff and not args.no_diff:

@@ -7,12 +7,18 @@ benchmarks/cli_startup.py).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["DocumentDetail", "HitSource", "ProjectionState", "Revision", "RevisionChunker",
-           "Stats"]
+           "Stats", "StoredChunkerConfig"]
+
+
+def _text(value: object) -> str | None:
+    """A front-matter value as shown (``str``), or None when it is missing or empty."""
+    return str(value) if value else None
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,74 @@ class DocumentDetail:
             "projection": self.projection.as_dict(), "observed_at": self.observed_at,
         }
 
+    @property
+    def doc_type(self) -> str | None:
+        """The front matter's ``type`` (None when missing or empty)."""
+        return _text(self.front_matter.get("type"))
+
+    @property
+    def name(self) -> str | None:
+        """The front matter's ``name`` (None when missing or empty)."""
+        return _text(self.front_matter.get("name"))
+
+    @property
+    def description(self) -> str | None:
+        """The front matter's ``description`` (None when missing or empty)."""
+        return _text(self.front_matter.get("description"))
+
+    @property
+    def projected_current(self) -> bool:
+        """The active (searchable) projection is of the current revision."""
+        return self.active_revision_id == self.current_revision_id
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class StoredChunkerConfig:
+    """The chunker config a revision was chunked with, as stored with it (the canonical
+    JSON of a :class:`~memlens.core.chunking.chunker.ChunkerConfig` of its day).
+
+    The fields a reader shows are typed; one an older record lacks is None. ``stored``
+    is the JSON text itself, for the JSON printers (:meth:`as_json`).
+    """
+
+    strategy: str | None
+    max_tokens: int | None
+    overlap_tokens: int | None
+    stored: str
+
+    @classmethod
+    def from_stored(cls, text: str | None) -> StoredChunkerConfig | None:
+        """The config of a revision's ``chunker_config`` column (None when it has none)."""
+        if not text:
+            return None
+        raw = json.loads(text)
+        if raw is None:
+            return None
+        strategy = raw.get("strategy") if isinstance(raw, dict) else None
+        return cls(strategy=strategy if isinstance(strategy, str) else None,
+                   max_tokens=_int(raw.get("max_tokens")) if isinstance(raw, dict) else None,
+                   overlap_tokens=_int(raw.get("overlap_tokens")) if isinstance(raw, dict)
+                   else None, stored=text)
+
+    @property
+    def label(self) -> str:
+        """``adaptive/400/80`` (``-`` for a field the record lacks)."""
+        return "/".join("-" if v is None else str(v)
+                        for v in (self.strategy, self.max_tokens, self.overlap_tokens))
+
+    @property
+    def empty(self) -> bool:
+        """The stored record is empty (``{}``)."""
+        return not self.as_json()
+
+    def as_json(self) -> Any:
+        """The stored JSON, parsed (the ``config`` of ``memlens history --json``)."""
+        return json.loads(self.stored)
+
 
 @dataclass(frozen=True)
 class RevisionChunker:
@@ -114,7 +188,7 @@ class RevisionChunker:
 
     name: str | None
     version: int | None
-    config: dict[str, Any] | None
+    config: StoredChunkerConfig | None
 
 
 @dataclass(frozen=True)
@@ -146,7 +220,8 @@ class Revision:
             "content_hash": self.content_hash, "path": self.path,
             "previous_path": self.previous_path, "observed_at": self.observed_at,
             "chunker": {"name": self.chunker.name, "version": self.chunker.version,
-                        "config": self.chunker.config},
+                        "config": self.chunker.config.as_json()
+                        if self.chunker.config is not None else None},
             "chunks": self.chunks, "embedder": self.embedder,
             "embedder_status": self.embedder_status, "summary": self.summary,
             "diff": self.diff, "diff_truncated": self.diff_truncated,
@@ -165,6 +240,21 @@ class Stats:
     queue: dict[str, int]
     embedder: str
     vectors_waiting: int = 0  # documents searchable by words whose vectors are not all in
+
+    @property
+    def queue_pending(self) -> int:
+        """Live documents waiting for their projection or being projected now."""
+        return self.queue.get("pending", 0) + self.queue.get("processing", 0)
+
+    @property
+    def queue_failed(self) -> int:
+        """Live documents whose projection failed (nothing of them is searchable)."""
+        return self.queue.get("failed", 0)
+
+    @property
+    def queue_stale(self) -> int:
+        """Live documents served from an older projection than their current revision."""
+        return self.queue.get("stale", 0)
 
     def as_dict(self) -> dict[str, Any]:
         """The dict form (what ``MemoryService.stats`` used to return)."""

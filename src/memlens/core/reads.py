@@ -220,7 +220,7 @@ class ServiceReads(ServiceBase):
 
     @staticmethod
     def _revision(r: dict[str, Any]) -> Revision:
-        from memlens.core.details import Revision, RevisionChunker
+        from memlens.core.details import Revision, RevisionChunker, StoredChunkerConfig
 
         return Revision(
             id=int(r["id"]), number=int(r["seq"]), change_kind=r["change_kind"],
@@ -228,7 +228,7 @@ class ServiceReads(ServiceBase):
             previous_path=r["previous_path"], observed_at=r["observed_at"],
             chunker=RevisionChunker(
                 name=r["chunker_name"], version=r["chunker_version"],
-                config=json.loads(r["chunker_config"]) if r["chunker_config"] else None),
+                config=StoredChunkerConfig.from_stored(r["chunker_config"])),
             chunks=r["chunk_count"], embedder=r["embedder"],
             embedder_status=r["embedder_status"], summary=r["summary"], diff=r["diff"],
             diff_truncated=bool(r["diff_truncated"]), has_snapshot=r["snapshot"] is not None,

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memlens.core.details import Revision as Revision
     from memlens.core.details import RevisionChunker as RevisionChunker
     from memlens.core.details import Stats as Stats
+    from memlens.core.details import StoredChunkerConfig as StoredChunkerConfig
     from memlens.core.doctor import Problem as Problem
     from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
     from memlens.core.embedders.registry import EmbedderUnavailable as EmbedderUnavailable
@@ -116,6 +117,7 @@ _LAZY: dict[str, str] = {
     'Revision': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
+    'StoredChunkerConfig': 'memlens.core.details',
     'FilterIndex': 'memlens.core.search.filter',
 }
 
@@ -133,6 +135,7 @@ __all__ = [
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
+    "StoredChunkerConfig",
     "UsageError", "VectorReport", "WatchSettings",
 ]
 

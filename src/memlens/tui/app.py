@@ -15,10 +15,9 @@ only update widgets, and each worker closes its thread's connection when it ends
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
 from textual.app import App, SystemCommand
@@ -42,19 +41,24 @@ from memlens.tui.messages import (
     IndexWarningsLoaded,
     JobFinished,
     Progress,
+    RechunkChoiceLoaded,
     RetryDone,
     StatsLoaded,
     WatchStatus,
 )
 from memlens.tui.screens.browser import BrowserScreen
 from memlens.tui.screens.help import HelpScreen
-from memlens.tui.screens.rechunk import RechunkRequest, dialog_for
-from memlens.tui.screens.search import SearchScreen, next_mode
+from memlens.tui.screens.rechunk import RechunkRequest, dialog_for, rechunk_refusal
+from memlens.tui.screens.search import SearchScreen, SearchState, next_mode
 from memlens.tui.theme import install_themes, toggled
 from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.doc_tree import DocumentTree
 from memlens.tui.widgets.status_bar import StatusBar
 from memlens.tui.workers import AppWorkers, worker_failure
+
+if TYPE_CHECKING:  # annotations only (``Watcher`` loads the watcher and the ingest path)
+    from memlens.core.types import Stats
+    from memlens.watch.watcher import Watcher
 
 __all__ = ["MemlensApp", "MemlensCommands"]
 
@@ -111,14 +115,13 @@ class MemlensApp(AppWorkers):
         self.demo_note = demo_note
         self.demo_folder = demo_folder
         self.show_tombstoned = False
-        self.search_mode = "hybrid"
-        self.search_query = ""
+        self.search_state = SearchState()  # the last search's words and mode
         self.hit_query = ""  # words of the search whose hit is open (highlighted)
         # Latency figures vary run to run; deterministic screenshots turn them off.
         self.show_timings = True
         self.current_doc_id: int | None = None
         self.detail: DetailView | None = None
-        self.stats: dict[str, Any] = {}
+        self.stats: Stats | None = None
         self._filter_index: FilterIndex | None = None
         self._filter_gen = 0  # bumped whenever documents change (the index is stale)
         self._warnings_cache: dict[int, list[IndexWarning]] = {}
@@ -128,17 +131,10 @@ class MemlensApp(AppWorkers):
         self._open_best: str | None = None  # Enter in the filter: open its best match when listed
         self._shown_filter: tuple[str, int | None] | None = None  # (filter, its best match)
         self._requested_doc: int | None = None
-        self._watcher: Any = None
+        self._watcher: Watcher | None = None
         self._watch_stop = threading.Event()
         self._reload_debounce = Debouncer(self, 0.3)
         self._stats_debounce = Debouncer(self, 0.25)
-        self.first_paint_at: float | None = None
-        self.documents_shown_at: float | None = None
-        # Latencies (seconds) from "work starts" (debounce fired, cursor moved) to "shown",
-        # read by benchmarks/tui.py.
-        self.timings: dict[str, list[float]] = {"filter": [], "search": [], "detail": []}
-        self.filter_fired: tuple[str, float] | None = None
-        self._detail_asked: tuple[int, float] | None = None
         self.heap = HeapKeeper()
         self._browser = BrowserScreen()
         if demo:
@@ -201,7 +197,6 @@ class MemlensApp(AppWorkers):
             self.run_startup()
         elif self.watch_enabled:
             self.start_watcher()
-        self.call_after_refresh(self._painted)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Browser actions only run (from the palette or a test) on the browser."""
@@ -214,10 +209,6 @@ class MemlensApp(AppWorkers):
         """Headless runs (tests, snapshots) get a steady cursor: no blink timer."""
         if self.is_headless and isinstance(event.widget, Input):
             event.widget.cursor_blink = False
-
-    def _painted(self) -> None:
-        if self.first_paint_at is None:
-            self.first_paint_at = time.perf_counter()
 
     # -- plumbing -------------------------------------------------------------
     def is_idle(self) -> bool:
@@ -315,15 +306,10 @@ class MemlensApp(AppWorkers):
         if not message.docs:
             self._show_empty("no documents" + (" match the filter" if message.filter_text else
                                                " yet"))
-        if self.documents_shown_at is None and message.docs:
-            self.documents_shown_at = time.perf_counter()
         if not message.filter_text.strip():
             self._warnings_cache = dict(message.warnings)
             self.heap.full_listing_shown()
             self.prefetch_filter_index()
-        if self.filter_fired is not None and self.filter_fired[0] == message.filter_text:
-            self.timings["filter"].append(time.perf_counter() - self.filter_fired[1])
-            self.filter_fired = None
 
     @on(IndexWarningsLoaded)
     @quiet_when_closing
@@ -352,7 +338,6 @@ class MemlensApp(AppWorkers):
         if doc_id < 0:  # a file that could not be read and was never stored
             self.detail = None
             return self._browser.show_unreadable(self.doc_tree.summary(doc_id))
-        self._detail_asked = (doc_id, time.perf_counter())
         self.load_detail(doc_id, select_ordinal=select_ordinal, hit=hit)
 
     @on(DetailLoaded)
@@ -364,9 +349,6 @@ class MemlensApp(AppWorkers):
         if d.hit_ordinal is not None:
             self._pending_hit = None
         self.detail = d
-        if self._detail_asked is not None and self._detail_asked[0] == d.doc_id:
-            self.timings["detail"].append(time.perf_counter() - self._detail_asked[1])
-            self._detail_asked = None
         if d.summary is not None and not self.doc_tree.is_processing(d.doc_id):
             self.doc_tree.update_documents([d.summary])
         self.doc_tree.set_warnings(d.doc_id, d.warnings)
@@ -470,7 +452,6 @@ class MemlensApp(AppWorkers):
             return
         self._open_best = text  # the listing on its way opens it (see _documents_loaded)
         self.filter_debounce.cancel()
-        self.filter_fired = (text, time.perf_counter())
         self.load_documents(text, keep=self.current_doc_id)
 
     def _open_filter_match(self, doc_id: int | None, text: str) -> None:
@@ -489,11 +470,12 @@ class MemlensApp(AppWorkers):
 
     def action_search(self) -> None:
         """Open live search."""
-        self.push_screen(SearchScreen(self.search_query, self.search_mode), self._open_hit)
+        self.push_screen(SearchScreen(self.service, self.search_state,
+                                      show_timings=self.show_timings), self._open_hit)
 
     def action_set_search_mode(self, mode: str) -> None:
         """Use this search mode (the search screen re-runs its query)."""
-        self.search_mode = mode
+        self.search_state.mode = mode
         if isinstance(self.screen, SearchScreen):
             self.screen.set_mode(mode)
         else:
@@ -501,14 +483,14 @@ class MemlensApp(AppWorkers):
 
     def action_cycle_search_mode(self) -> None:
         """hybrid → lexical → vector."""
-        self.action_set_search_mode(next_mode(self.search_mode))
+        self.action_set_search_mode(next_mode(self.search_state.mode))
 
     def _open_hit(self, hit: SearchHit | None) -> None:
         if isinstance(self.screen, SearchScreen):  # pragma: no cover - defensive
             return
         if hit is None:
             return
-        self.hit_query = self.search_query  # the searched words get highlighted
+        self.hit_query = self.search_state.query  # the searched words get highlighted
         self.open_document(hit.document_id, hit=hit)
 
     def open_document(self, doc_id: int, *, hit: SearchHit | None = None) -> None:
@@ -549,19 +531,31 @@ class MemlensApp(AppWorkers):
         if d is None:
             self.notify("select a document first", severity="warning")
             return
-        if d.document["tombstoned"]:
+        if d.document.tombstoned:
             self.notify("deleted documents are not projected", severity="warning")
             return
         self.run_retry(d.doc_id)
 
     def action_rechunk(self, all_documents: bool = False) -> None:
-        """Open the rechunk dialog for the selected document."""
-        dialog = dialog_for(self.service, self.detail, int(self.stats.get("documents", 0)))
-        if isinstance(dialog, str):
-            self.notify(dialog, severity="warning")
+        """Open the rechunk dialog for the selected document (once a worker has read
+        its chunker settings: see :meth:`_rechunk_choice_loaded`)."""
+        d = self.detail
+        why = rechunk_refusal(d)
+        if why is not None or d is None:
+            self.notify(why or "select a document first", severity="warning")
             return
+        live = self.stats.documents if self.stats is not None else 0
+        self.load_rechunk_choice(d.doc_id, f"{d.document.repository}/{d.document.path}", live,
+                                 all_documents)
+
+    @on(RechunkChoiceLoaded)
+    @quiet_when_closing
+    def _rechunk_choice_loaded(self, message: RechunkChoiceLoaded) -> None:
+        if self.screen is not self._browser or self.current_doc_id != message.doc_id:
+            return  # the user moved on meanwhile
+        dialog = dialog_for(self.service, message)
         self.push_screen(dialog, self._rechunk_chosen)
-        if all_documents:
+        if message.all_documents:
             dialog.call_after_refresh(dialog.set_all_documents)
 
     def action_rechunk_all(self) -> None:

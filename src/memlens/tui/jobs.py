@@ -45,6 +45,7 @@ from memlens.tui.messages import (
     FilesUnreadable,
     JobFinished,
     Progress,
+    RechunkChoiceLoaded,
     RetryDone,
     WatchStatus,
 )
@@ -54,22 +55,6 @@ Cancelled = Callable[[], bool]
 
 ROW_FLUSH_SECONDS = 0.1
 """How often a long flow refreshes the rows it has projected meanwhile."""
-
-
-def document_dict(svc: MemoryService, doc_id: int) -> dict[str, Any] | None:
-    """One document as the detail panes read it (the typed value, flattened once here)."""
-    doc = svc.detail(doc_id)
-    return None if doc is None else doc.as_dict()
-
-
-def history_dicts(svc: MemoryService, doc_id: int) -> list[dict[str, Any]]:
-    """A document's revisions as the timeline reads them."""
-    return [r.as_json() for r in svc.revisions(doc_id)]
-
-
-def stats_dict(svc: MemoryService) -> dict[str, Any]:
-    """Counts as the status bar reads them."""
-    return svc.statistics().as_dict()
 
 
 def filtered_documents(svc: MemoryService, idx: FilterIndex, text: str,
@@ -104,28 +89,38 @@ def index_warnings(svc: MemoryService, docs: Sequence[DocumentSummary],
 def read_detail(svc: MemoryService, doc_id: int, now: float, select_ordinal: int | None,
                 hit: SearchHit | None, post: Post, cancelled: Cancelled) -> None:
     """Everything the detail panes show for one document."""
-    doc = document_dict(svc, doc_id)
+    doc = svc.detail(doc_id)
     if doc is None:
         post(DetailMissing(doc_id))
         return
     chunks = svc.chunks(doc_id)
-    nodes = svc.chunk_nodes(doc_id) \
-        if doc["active_revision_id"] == doc["current_revision_id"] else {}
-    history = history_dicts(svc, doc_id)
-    warnings = svc.index_warnings(doc_id) if not doc["tombstoned"] else []
+    nodes = svc.chunk_nodes(doc_id) if doc.projected_current else {}
+    history = svc.revisions(doc_id)
+    warnings = svc.index_warnings(doc_id) if not doc.tombstoned else []
     summary = next(iter(svc.document_summaries([doc_id])), None)
-    cur = next((r for r in history if r["id"] == doc["current_revision_id"]), None)
-    cfg = cur["chunker"]["config"] if cur and cur["chunker"]["config"] else None
-    max_tokens = int(cfg["max_tokens"]) if cfg and "max_tokens" in cfg \
+    cur = next((r for r in history if r.id == doc.current_revision_id), None)
+    cfg = cur.chunker.config if cur is not None else None
+    max_tokens = cfg.max_tokens if cfg is not None and cfg.max_tokens is not None \
         else svc.chunker_config().max_tokens
     if cancelled():
         return
     hit_ordinal = hit.ordinal if hit is not None else None
     post(DetailLoaded(DetailView(
         doc_id=doc_id, document=doc, chunks=chunks, nodes=nodes, history=history,
-        warnings=warnings, max_tokens=max_tokens, chunker=cfg, now=now,
+        warnings=warnings, max_tokens=max_tokens, now=now,
         summary=summary, select_ordinal=hit_ordinal if hit is not None else select_ordinal,
         hit_ordinal=hit_ordinal)))
+
+
+def rechunk_choice(svc: MemoryService, doc_id: int, label: str, live_count: int,
+                   all_documents: bool, post: Post) -> None:
+    """A document's effective chunker settings and their origin, for the rechunk dialog."""
+    try:
+        eff = svc.effective_chunker(doc_id)
+        base, origin = eff.config, eff.origin
+    except LookupError:
+        base, origin = svc.chunker_config(), "settings"
+    post(RechunkChoiceLoaded(doc_id, label, base, origin, live_count, all_documents))
 
 
 class FlowProgress:
@@ -201,12 +196,14 @@ class FlowProgress:
 
     def _ingested(self, report: IngestReport) -> None:
         """The ingest's summary, its unreadable files and its errors (five at most)."""
-        counts = report.counts()
+        # Counted from the changes' kinds (typed), not ``report.counts()``: a dict, whose
+        # "created"/"updated"/"deleted" keys count kinds that never occur (always 0).
+        kinds = [c.kind for c in report.changes]
         failed = self.failed
         self.post(JobFinished(
-            "ingest", f"{self.read} files: {counts['created']} new, "
-            f"{counts['updated']} updated, {counts['deleted']} deleted, {len(failed)} failed",
-            ok=not failed))
+            "ingest", f"{self.read} files: {kinds.count('create')} new, "
+            f"{kinds.count('update')} updated, {kinds.count('delete')} deleted, "
+            f"{len(failed)} failed", ok=not failed))
         if self.unreadable:
             self.post(FilesUnreadable(self.unreadable))
         if failed:

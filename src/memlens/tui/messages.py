@@ -21,11 +21,15 @@ if TYPE_CHECKING:  # annotations only: each name loads its core module when reso
 
     from memlens.core.types import (
         Chunk,
+        ChunkerConfig,
+        DocumentDetail,
         DocumentSummary,
         HitSource,
         IndexWarning,
         QueryEffect,
+        Revision,
         SearchResult,
+        Stats,
     )
 
 
@@ -68,13 +72,12 @@ class DetailView:
     """Everything the detail panes show for one document (read by a worker)."""
 
     doc_id: int
-    document: dict[str, Any]
+    document: DocumentDetail
     chunks: list[Chunk]
     nodes: dict[int, int]
-    history: list[dict[str, Any]]
+    history: list[Revision]
     warnings: list[IndexWarning]
     max_tokens: int
-    chunker: dict[str, Any] | None
     now: float
     summary: DocumentSummary | None = None
     select_ordinal: int | None = None
@@ -100,7 +103,7 @@ class DetailMissing(Message):
 class StatsLoaded(Message):
     """Fresh counts for the status bar."""
 
-    stats: dict[str, Any]
+    stats: Stats
 
     def can_replace(self, message: Message) -> bool:
         """Only the newest counts matter."""
@@ -165,6 +168,19 @@ class PreviewReady(Message):
     proposed: list[Chunk]
     error: str | None = None
     effects: list[QueryEffect] = field(default_factory=list)  # recent searches replayed
+
+
+@dataclass
+class RechunkChoiceLoaded(Message):
+    """A document's effective chunker settings and where they come from, read for the
+    rechunk dialog (``all_documents``: open it with "all documents" on)."""
+
+    doc_id: int
+    label: str
+    base: ChunkerConfig
+    origin: str
+    live_count: int
+    all_documents: bool = False
 
 
 @dataclass

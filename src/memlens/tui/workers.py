@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.timer import Timer
@@ -21,8 +21,9 @@ from textual.worker import get_current_worker
 from memlens.core.service import FilterIndex, MemoryService
 from memlens.core.types import IndexWarning, MemoryRoot, SearchHit
 
-if TYPE_CHECKING:  # resolving it loads the watcher and the ingest path (start-up)
+if TYPE_CHECKING:  # resolving them loads the watcher and the ingest path (start-up)
     from memlens.watch.events import WatchEvent
+    from memlens.watch.watcher import Watcher
 
 from memlens.tui import jobs
 from memlens.tui.event_hooks import EventsApp
@@ -42,6 +43,7 @@ WORKER_TASKS: dict[str, str] = {
     "prefetch_filter_index": "prepare the document filter",
     "load_stats": "load statistics",
     "load_detail": "show the document",
+    "load_rechunk_choice": "open the rechunk dialog",
     "run_startup": "read the memory folders",
     "run_retry": "retry the projection",
     "run_rechunk": "rechunk",
@@ -74,7 +76,7 @@ class AppWorkers(EventsApp):
     _filter_index: FilterIndex | None
     _filter_gen: int
     _warnings_cache: dict[int, list[IndexWarning]]
-    _watcher: Any
+    _watcher: Watcher | None
     _watch_stop: threading.Event
     heap: HeapKeeper
 
@@ -200,7 +202,7 @@ class AppWorkers(EventsApp):
     def load_stats(self) -> None:
         """Counts for the status bar."""
         with self._db() as svc:
-            stats = jobs.stats_dict(svc)
+            stats = svc.statistics()
         self.post_message(StatsLoaded(stats))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
@@ -210,6 +212,14 @@ class AppWorkers(EventsApp):
         with self._db() as svc:
             jobs.read_detail(svc, doc_id, self.clock(), select_ordinal, hit,
                              self.post_message, self._cancelled)
+
+    @work(thread=True, exclusive=True, group="rechunk-choice", exit_on_error=False)
+    def load_rechunk_choice(self, doc_id: int, label: str, live_count: int,
+                            all_documents: bool = False) -> None:
+        """A document's effective chunker settings, for the rechunk dialog."""
+        with self._db() as svc:
+            jobs.rechunk_choice(svc, doc_id, label, live_count, all_documents,
+                                self.post_message)
 
     # -- workers: writes ----------------------------------------------------
     @work(thread=True, exclusive=True, group="startup", exit_on_error=False)

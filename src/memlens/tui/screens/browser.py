@@ -9,7 +9,6 @@ on :class:`~memlens.tui.app.MemlensApp`, which routes the workers' messages here
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
@@ -364,7 +363,6 @@ class BrowserScreen(Screen[None]):
 
         def fire() -> None:
             if text == app.filter_text:
-                app.filter_fired = (text, time.perf_counter())
                 app.load_documents(text, keep=app.current_doc_id)
 
         app.filter_debounce.start(fire)
@@ -395,7 +393,7 @@ class BrowserScreen(Screen[None]):
             return "-"
         s = self.doc_tree.summary(d.doc_id) or d.summary
         if s is None:
-            return "tombstoned" if d.document["tombstoned"] else d.document["projection"]["status"]
+            return "tombstoned" if d.document.tombstoned else d.document.projection.status
         return self.doc_tree.status_of(s)
 
     def render_title(self, d: DetailView | None) -> None:
@@ -406,30 +404,29 @@ class BrowserScreen(Screen[None]):
             return
         doc = d.document
         status = self.display_status(d)
-        fm = doc.get("front_matter") or {}
-        repo, path = fit_path(doc["repository"], doc["path"],
+        repo, path = fit_path(doc.repository, doc.path,
                               title.content_region.width or self.size.width)
         parts: list[Any] = [
             (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
             (f"{glyph(status)} {status}", STATUS_STYLES.get(status, "")),
-            f" · {plural(len(d.chunks), 'chunk')} · {human_size(doc['size'])}",
+            f" · {plural(len(d.chunks), 'chunk')} · {human_size(doc.size)}",
         ]
-        if fm.get("type"):
-            parts.append(f" · type {fm['type']}")
-        if fm.get("name"):
-            parts.append((f" · {str(fm['name'])[:40]}", "$text-muted"))
+        if doc.doc_type:
+            parts.append(f" · type {doc.doc_type}")
+        if doc.name:
+            parts.append((f" · {doc.name[:40]}", "$text-muted"))
         if d.warnings:
             parts.append((f"  {WARNING_GLYPH} {len(d.warnings)} warning"
                           f"{'s' if len(d.warnings) != 1 else ''}", "$text-warning bold"))
         unreadable = self.doc_tree.unreadable_reason(d.summary) if d.summary else None
-        if unreadable and not doc["tombstoned"]:
+        if unreadable and not doc.tombstoned:
             parts.append((f"\n{glyph('failed')} the file on disk could not be read: {unreadable}"
                           " · showing the last good revision", "$text-error"))
-        if doc["tombstoned"]:
-            parts.append((f"\ndeleted {timestamp(doc['tombstoned_at'])} UTC: not searchable; "
+        if doc.tombstoned:
+            parts.append((f"\ndeleted {timestamp(doc.tombstoned_at)} UTC: not searchable; "
                           "history is in the timeline", "$text-muted"))
-        elif fm.get("description"):
-            parts.append(("\n" + str(fm["description"])[:200], "$text-muted italic"))
+        elif doc.description:
+            parts.append(("\n" + doc.description[:200], "$text-muted italic"))
         title.update(Content.assemble(*tidy_runs(parts)))
 
     def render_warnings(self, d: DetailView | None) -> None:
@@ -461,7 +458,7 @@ class BrowserScreen(Screen[None]):
         self.render_warnings(d)
         select = _chunk_index(d, d.select_ordinal)
         hit = _chunk_index(d, d.hit_ordinal)
-        note = "deleted: no chunks (history is in the timeline)" if d.document["tombstoned"] \
+        note = "deleted: no chunks (history is in the timeline)" if d.document.tombstoned \
             else "empty document: stored, nothing searchable"
         query = getattr(self.memlens, "hit_query", "") if hit is not None else ""
         terms = {i: spans for i, c in enumerate(d.chunks)
@@ -470,10 +467,10 @@ class BrowserScreen(Screen[None]):
         self.chunk_view.set_chunks(d.chunks, d.max_tokens, select=select, hit=hit,
                                    empty_note=note, markers=markers, terms=terms)
         self.query_one("#file-map", FileMap).show(
-            d.chunks, len(str(d.document.get("content") or "")),
+            d.chunks, len(d.document.content),
             selected=self.chunk_view.selected, limits=[off for off, _ in markers])
         self.query_one("#timeline", TimelineView).set_history(
-            d.history, d.document["current_revision_id"], d.document["active_revision_id"])
+            d.history, d.document.current_revision_id, d.document.active_revision_id)
         self.render_projection(d)
 
     def show_unreadable(self, s: DocumentSummary | None) -> None:
@@ -544,7 +541,7 @@ def limit_markers(d: DetailView) -> list[tuple[int, str]]:
         return []
     out: list[tuple[int, str]] = []
     offset = 0
-    for n, line in enumerate(str(d.document.get("content") or "").splitlines(keepends=True), 1):
+    for n, line in enumerate(d.document.content.splitlines(keepends=True), 1):
         w = wanted.get(n)
         if w is not None:
             limit = "200-line" if w.kind == "too_long" else "25 KB"

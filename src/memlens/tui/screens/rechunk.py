@@ -22,13 +22,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 from textual.worker import get_current_worker
 
-from memlens.core.service import MemoryService
 from memlens.core.types import STRATEGIES, Chunk, ChunkerConfig, ChunkerConfigError
 
 if TYPE_CHECKING:  # resolving it loads the projection and the redaction rules (start-up)
+    from memlens.core.service import MemoryService
     from memlens.core.types import QueryEffect
 
-from memlens.tui.messages import DetailView, PreviewReady
+from memlens.tui.messages import DetailView, PreviewReady, RechunkChoiceLoaded
 from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.fmt import heading_label, size_bar, tidy_runs, token_stats
 
@@ -190,9 +190,10 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     COMPACT_BELOW = (100, 32)
     """Terminals narrower or shorter than this (columns, rows) get the compact form."""
 
-    def __init__(self, doc_id: int, label: str, base: ChunkerConfig, live_count: int,
-                 origin: str = "settings") -> None:
+    def __init__(self, service: MemoryService, doc_id: int, label: str, base: ChunkerConfig,
+                 live_count: int, origin: str = "settings") -> None:
         super().__init__()
+        self.service = service
         self.doc_id = doc_id
         self.label = label
         self.base = base
@@ -257,7 +258,8 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         compact = width < min_w or height < min_h
         self.set_class(compact, "-compact")
         for widget in self.query("#strategy, #max-tokens, #overlap, Button"):
-            widget.compact = compact  # type: ignore[attr-defined]
+            if isinstance(widget, Select | Input | Button):
+                widget.compact = compact
 
     def set_all_documents(self) -> None:
         """Turn the "all documents" switch on (the palette's "Rechunk all")."""
@@ -311,7 +313,7 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     @work(thread=True, exclusive=True, group="rechunk-preview", exit_on_error=False)
     def run_preview(self, key: tuple[Any, ...], cfg: ChunkerConfig) -> None:
         """Chunk the stored text with ``cfg`` (nothing is written)."""
-        service = self.app.service  # type: ignore[attr-defined]
+        service = self.service
         try:
             current, proposed = service.preview_rechunk(self.doc_id, cfg)
             effects = service.preview_search_effect(self.doc_id, cfg)
@@ -402,18 +404,18 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
         self.dismiss(None)
 
 
-def dialog_for(service: MemoryService, detail: DetailView | None,
-               live_count: int) -> RechunkDialog | str:
-    """The dialog for the shown document, prefilled with its effective chunker settings
-    and their origin; or why there is none (a sentence for a warning toast)."""
+def rechunk_refusal(detail: DetailView | None) -> str | None:
+    """Why the shown document cannot be rechunked (a sentence for a warning toast), or
+    None when it can."""
     if detail is None:
         return "select a document first"
-    if detail.document["tombstoned"]:
+    if detail.document.tombstoned:
         return "deleted documents cannot be rechunked"
-    label = f"{detail.document['repository']}/{detail.document['path']}"
-    try:
-        eff = service.effective_chunker(detail.doc_id)
-        base, origin = eff.config, eff.origin
-    except LookupError:
-        base, origin = service.chunker_config(), "settings"
-    return RechunkDialog(detail.doc_id, label, base, live_count, origin=origin)
+    return None
+
+
+def dialog_for(service: MemoryService, choice: RechunkChoiceLoaded) -> RechunkDialog:
+    """The dialog for a document, prefilled with its effective chunker settings and
+    their origin (read by a worker: :func:`memlens.tui.jobs.rechunk_choice`)."""
+    return RechunkDialog(service, choice.doc_id, choice.label, choice.base, choice.live_count,
+                         origin=choice.origin)

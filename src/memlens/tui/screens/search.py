@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import subprocess
 import time
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult, SuspendNotSupported
@@ -30,6 +31,9 @@ from memlens.tui.widgets.fmt import heading_label
 from memlens.tui.widgets.footer import FittingFooter
 from memlens.tui.widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
 
+if TYPE_CHECKING:
+    from memlens.core.service import MemoryService
+
 DEBOUNCE_SECONDS = 0.1
 """Quiet time after a keystroke before the query runs. Keys of a fast burst (under
 100 ms apart, ~120 words a minute) share one search; at ordinary typing speed (150-250
@@ -39,6 +43,15 @@ chunks, and an overtaken one is never shown."""
 RESULTS = 20
 NARROW = 100
 """Below this width the preview sits under the results instead of beside them."""
+
+
+@dataclass
+class SearchState:
+    """The words and the mode of the last search: kept by the app between visits to
+    the search screen, which updates them (a mode switch, leaving the screen)."""
+
+    query: str = ""
+    mode: str = "hybrid"
 
 
 def next_mode(mode: str) -> str:
@@ -195,10 +208,14 @@ class SearchScreen(Screen["SearchHit | None"]):
     }
     """
 
-    def __init__(self, query: str = "", mode: str = "hybrid") -> None:
+    def __init__(self, service: MemoryService, state: SearchState | None = None, *,
+                 show_timings: bool = True) -> None:
         super().__init__()
-        self.initial_query = query
-        self.mode = mode if mode in MODES else "hybrid"
+        self.service = service
+        self.show_timings = show_timings  # off in snapshots (latency varies run to run)
+        self.state = state if state is not None else SearchState()
+        self.initial_query = self.state.query
+        self.mode = self.state.mode if self.state.mode in MODES else "hybrid"
         self.hits: list[SearchHit] = []
         self._option_of_hit: list[int] = []
         self.all_projects = False
@@ -206,10 +223,6 @@ class SearchScreen(Screen["SearchHit | None"]):
         self._recall_at: int | None = None
         self.last: SearchOutcome | None = None
         self.debouncer = Debouncer(self, DEBOUNCE_SECONDS)
-        self._fired: tuple[str, str, float] | None = None
-        # perf_counter stamps of the last search shown (benchmarks/tui.py splits the
-        # keystroke -> screen time with them): debounce fired, results handler done.
-        self.stamps: dict[str, float] = {}
         self.repository: str | None = None  # the filters (None: any)
         self.doc_type: str | None = None
         self._sources: dict[tuple[int, int | None, int], HitSource | None] = {}
@@ -287,7 +300,6 @@ class SearchScreen(Screen["SearchHit | None"]):
             self._info("type to search")
             return
         self._info(f"searching ({self.mode})…")
-        self._fired = (query, self.mode, time.perf_counter())
         self.run_search(query, self.mode,
                         option_fit(self.query_one("#search-results", OptionList)))
 
@@ -296,7 +308,7 @@ class SearchScreen(Screen["SearchHit | None"]):
                    fit: tuple[RulesMap, int] | None = None) -> None:
         """Run one query in a thread and post the outcome, with the result list's options
         built and measured at ``fit`` (:func:`option_fit`) off the event loop."""
-        service = self.app.service  # type: ignore[attr-defined]
+        service = self.service
         t0 = time.perf_counter()
         scope = (self.repository, self.doc_type)
         try:
@@ -320,7 +332,6 @@ class SearchScreen(Screen["SearchHit | None"]):
                 or out.scope != (self.repository, self.doc_type):
             return  # stale: the input (or a filter) moved on
         self.last = out
-        fired = self._fired
         ol = self.query_one("#search-results", OptionList)
         if out.error:
             self.hits = []
@@ -335,17 +346,10 @@ class SearchScreen(Screen["SearchHit | None"]):
         ol.add_options(options)
         if self.hits:
             ol.highlighted = self._option_of_hit[0]
-        timing = f" · {out.elapsed * 1000:.0f} ms" if getattr(self.app, "show_timings", True) \
+        timing = f" · {out.elapsed * 1000:.0f} ms" if self.show_timings \
             else ""
         self._info(info_line(self.hits, out.mode, timing, out.notes,
                          out.result.preferred_repository))
-        if fired is not None and fired[:2] == (out.query, out.mode):
-            done = time.perf_counter()
-            timings = getattr(self.app, "timings", None)
-            if timings is not None:
-                timings["search"].append(done - fired[2])
-            self.stamps = {"fired": fired[2], "handled": done}
-            self._fired = None
 
     # -- actions --------------------------------------------------------------
     def action_cycle_mode(self) -> None:
@@ -355,7 +359,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     def set_mode(self, mode: str) -> None:
         """Use ``mode`` and re-run the current query."""
         self.mode = mode
-        self.app.search_mode = mode  # type: ignore[attr-defined]
+        self.state.mode = mode
         self.query_one("#search-mode", Static).update(self._mode_content())
         self._start(self.query_text)
 
@@ -412,7 +416,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         query = self.query_text.strip()
         if not query:
             return
-        service, mode = self.app.service, self.mode  # type: ignore[attr-defined]
+        service, mode = self.service, self.mode
 
         def keep() -> None:  # in a thread: the event loop never runs SQL
             try:
@@ -427,7 +431,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     @work(thread=True, exclusive=True, group="search-recall", exit_on_error=False)
     def load_history(self) -> None:
         """Read the recent searches once, for ``↑`` recall."""
-        service = self.app.service  # type: ignore[attr-defined]
+        service = self.service
         try:
             found = service.recent_searches()
         except Exception:  # no recall is better than a crash
@@ -442,7 +446,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         if not self.hits:
             return
         idx = self._hit_at(ol.highlighted)
-        self.app.search_query = self.query_text  # type: ignore[attr-defined]
+        self.state.query = self.query_text
         self._remember()
         self.dismiss(self.hits[idx if idx is not None else 0])
 
@@ -451,7 +455,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         event.stop()
         idx = self._hit_at(event.option_index)
         if idx is not None:
-            self.app.search_query = self.query_text  # type: ignore[attr-defined]
+            self.state.query = self.query_text
             self._remember()
             self.dismiss(self.hits[idx])
 
@@ -463,7 +467,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     @work(thread=True, exclusive=True, group="search-facets", exit_on_error=False)
     def load_facets(self) -> None:
         """Read the repositories and document types for the filters."""
-        service = self.app.service  # type: ignore[attr-defined]
+        service = self.service
         try:
             repos, types = service.search_facets()
         finally:
@@ -519,7 +523,7 @@ class SearchScreen(Screen["SearchHit | None"]):
     @work(thread=True, group="search-source", exit_on_error=False)
     def read_source(self, hit: SearchHit, purpose: str) -> None:
         """Read a hit's whole chunk and its line in the file."""
-        service = self.app.service  # type: ignore[attr-defined]
+        service = self.service
         try:
             src = service.hit_source(hit.document_id, hit.chunk_id, hit.ordinal)
         finally:
@@ -542,7 +546,7 @@ class SearchScreen(Screen["SearchHit | None"]):
                 self.notify("this hit is no longer stored; search again", severity="warning")
             return
         if purpose == "preview":
-            spans = self.app.service.match_spans(src.text, self.query_text)  # type: ignore[attr-defined]
+            spans = self.service.match_spans(src.text, self.query_text)
             self.query_one(HitPreview).show(*preview_content(src, spans))
         elif purpose == "copy":
             self.app.copy_to_clipboard(f"{src.repository}/{src.path} #{src.ordinal}"
@@ -587,7 +591,7 @@ class SearchScreen(Screen["SearchHit | None"]):
 
     def action_close(self) -> None:
         """Back to the browser without opening anything."""
-        self.app.search_query = self.query_text  # type: ignore[attr-defined]
+        self.state.query = self.query_text
         if self.hits:
             self._remember()
         self.dismiss(None)

@@ -4,7 +4,8 @@ It stays fast with 10,000 documents because nothing is built up front:
 repository nodes are added collapsed and their children are created when a
 repository (or folder) is expanded, one page of :data:`PAGE` rows at a time
 with a "… more" row for the rest. Row labels are rendered from the node data
-on demand, so a status change only refreshes one line.
+on demand, so a status change only refreshes one line. What a node holds and how
+its label reads are in :mod:`memlens.tui.widgets.tree_rows`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -26,8 +26,16 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from memlens.core.types import DocumentSummary, IndexWarning
-from memlens.tui.widgets.fmt import WARNING_GLYPH, glyph, human_size
 from memlens.tui.widgets.frame_style import FrameMemo
+from memlens.tui.widgets.tree_rows import (
+    DirData,
+    DocData,
+    MoreData,
+    RepoData,
+    children_of,
+    doc_label,
+    group_label,
+)
 
 PAGE = 250
 """Children added per expansion step (the rest sit behind a "more" row)."""
@@ -35,67 +43,7 @@ PAGE = 250
 NARROW = 44
 """Below this width the document rows leave out the size (the title shows it)."""
 
-_TOGGLE = Style.from_meta({"toggle": True})
-
 _STATUS_CLASSES = ("ready", "pending", "processing", "failed", "stale", "tombstoned")
-
-
-@dataclass
-class RepoData:
-    """A repository node; ``docs`` are all of its (listed) documents."""
-
-    repository: str
-    docs: list[DocumentSummary]
-    flat: bool = False  # filter results: documents directly under the repository
-
-
-@dataclass
-class DirData:
-    """A folder inside a repository's memory folder."""
-
-    repository: str
-    prefix: str  # "notes/" style, always ending in "/"
-    docs: list[DocumentSummary]
-
-
-@dataclass
-class DocData:
-    """A document row."""
-
-    summary: DocumentSummary
-    flat: bool = False
-
-
-@dataclass
-class MoreData:
-    """The "… N more" row holding the not-yet-added children of its parent."""
-
-    items: list[Any] = field(default_factory=list)
-
-
-NodeData = RepoData | DirData | DocData | MoreData
-
-
-def _children(docs: list[DocumentSummary], prefix: str, repository: str,
-              flat: bool) -> list[Any]:
-    """Immediate children (folders first, then files) of ``prefix`` among ``docs``."""
-    if flat:
-        return [DocData(d, flat=True) for d in docs]
-    dirs: dict[str, list[DocumentSummary]] = {}
-    files: list[DocData] = []
-    for d in docs:
-        rest = d.path[len(prefix):]
-        if "/" in rest:
-            head = rest.split("/", 1)[0]
-            dirs.setdefault(head, []).append(d)
-        else:
-            files.append(DocData(d))
-    out: list[Any] = [DirData(repository, f"{prefix}{name}/", sub)
-                      for name, sub in sorted(dirs.items())]
-    # MEMORY.md (the index) first, then by path.
-    files.sort(key=lambda f: (f.summary.path != f"{prefix}MEMORY.md", f.summary.path))
-    out.extend(files)
-    return out
 
 
 class DocumentTree(FrameMemo, Tree[Any]):
@@ -378,7 +326,7 @@ class DocumentTree(FrameMemo, Tree[Any]):
             return
         prefix = data.prefix if isinstance(data, DirData) else ""
         flat = isinstance(data, RepoData) and data.flat
-        self._add_page(node, _children(data.docs, prefix, data.repository, flat))
+        self._add_page(node, children_of(data.docs, prefix, data.repository, flat))
 
     def _add_page(self, parent: TreeNode[Any], items: list[Any]) -> None:
         with self._batch():
@@ -615,38 +563,6 @@ class DocumentTree(FrameMemo, Tree[Any]):
         text.stylize(style)
         return text
 
-    def _doc_label(self, data: DocData, avail: int) -> Text:
-        d = data.summary
-        status = self.status_of(d)
-        warn = bool(self._warnings.get(d.id))
-        name = d.path if data.flat else posixpath.basename(d.path)
-        meta = f" {d.chunk_count:>3}ch {human_size(d.size):>8}"
-        tail = f" {WARNING_GLYPH}" if warn else "  "
-        room = avail - 2 - len(meta) - len(tail)
-        if self.size.width < NARROW:  # a narrow sidebar: the names matter more than sizes
-            meta = f" {d.chunk_count:>3}ch"
-            room = avail - 2 - len(meta) - len(tail)
-        if len(name) > room:
-            name = name[: max(1, room - 1)] + "…"
-        # No run starts with blanks (some SVG renderers drop them: "scratch.md0ch"):
-        # the padding, and the blanks that right-align the counts, end the name's run.
-        body = meta.lstrip(" ")
-        pad = " " * (max(0, room - len(name)) + len(meta) - len(body))
-        text = Text()
-        text.append(f"{glyph(status)} ", style=self._style(status))
-        if d.tombstoned:  # struck name; the padding is its own (unstruck, italic) run
-            text.append(name, style=self._style("tombstoned"))
-            text.append(pad, style=Style(italic=True))
-        else:
-            text.append(name + pad)
-        text.append(body, style=self._style("meta"))
-        if warn:
-            text.append(" ", style=self._style("meta"))
-            text.append(WARNING_GLYPH, style=self._style("warning"))
-        else:
-            text.append(tail, style=self._style("meta"))
-        return text
-
     def _group_counts(self, data: RepoData | DirData) -> tuple[dict[str, int], bool]:
         """Status counts and "any warning" of a group, cached until a row changes."""
         key = id(data)
@@ -662,29 +578,12 @@ class DocumentTree(FrameMemo, Tree[Any]):
         self._count_cache[key] = (self._version, counts, warn)
         return counts, warn
 
+    def _doc_label(self, data: DocData, avail: int) -> Text:
+        d = data.summary
+        return doc_label(data, self.status_of(d), bool(self._warnings.get(d.id)), avail,
+                         narrow=self.size.width < NARROW, style=self._style)
+
     def _group_label(self, node: TreeNode[Any], data: RepoData | DirData, avail: int) -> Text:
         icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
-        name = data.repository if isinstance(data, RepoData) else \
-            posixpath.basename(data.prefix.rstrip("/")) + "/"
         counts, warn = self._group_counts(data)
-        bad = [(s, counts[s]) for s in ("failed", "stale", "processing", "pending") if counts.get(s)]
-        badge = "".join(f" {glyph(s)}{n}" for s, n in bad)
-        n = len(data.docs)
-        meta = f" {n:>4} doc{'s' if n != 1 else ' '}"
-        tail = f" {WARNING_GLYPH}" if warn else "  "
-        room = avail - len(icon) - len(meta) - len(badge) - len(tail)
-        if len(name) > room:
-            name = "…" + name[-max(1, room - 1):]
-        text = Text()
-        text.append(icon, style=_TOGGLE)
-        # Blanks end the run before them (see _doc_label), never start one.
-        text.append(name + " " * max(0, room - len(name)) + " ",
-                    style=self._style("repo") if isinstance(data, RepoData) else Style())
-        for s, n in bad:
-            text.append(f"{glyph(s)}{n} ", style=self._style(s))
-        body = meta.lstrip(" ")
-        text.append(" " * (len(meta) - len(body) - 1), style=Style(italic=True))
-        text.append(body + (" " if warn else "  "), style=self._style("meta"))
-        if warn:
-            text.append(WARNING_GLYPH, style=self._style("warning"))
-        return text
+        return group_label(data, icon, counts, warn, avail, style=self._style)

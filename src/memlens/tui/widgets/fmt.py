@@ -10,10 +10,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
 from textual.style import Style
+
+if TYPE_CHECKING:
+    from memlens.core.types import StoredChunkerConfig
 
 STATUS_GLYPHS: dict[str, str] = {
     "ready": "✓",
@@ -101,11 +104,9 @@ def token_stats(tokens: Sequence[int]) -> tuple[int, int, int, int]:
     return len(tokens), min(tokens), int(statistics.median(tokens)), max(tokens)
 
 
-def chunker_label(cfg: dict[str, object] | None) -> str:
-    """``adaptive/400/80`` for a stored chunker config."""
-    if not cfg:
-        return "-"
-    return f"{cfg.get('strategy', '-')}/{cfg.get('max_tokens', '-')}/{cfg.get('overlap_tokens', '-')}"
+def chunker_label(cfg: StoredChunkerConfig | None) -> str:
+    """``adaptive/400/80`` for a stored chunker config (``-`` for none)."""
+    return "-" if cfg is None or cfg.empty else cfg.label
 
 
 def short_hash(h: str | None, n: int = 12) -> str:

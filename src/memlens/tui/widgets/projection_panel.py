@@ -7,7 +7,7 @@ its meaning, the last error, attempts and the next retry, plus a retry button.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -15,6 +15,9 @@ from textual.content import Content
 from textual.widgets import Button, Static
 
 from memlens.tui.widgets.fmt import STATUS_STYLES, glyph, relative, tidy_runs, timestamp
+
+if TYPE_CHECKING:
+    from memlens.core.types import DocumentDetail, ProjectionState, Revision
 
 MEANING = {
     "ready": "the current revision is searchable",
@@ -27,11 +30,11 @@ MEANING = {
 }
 
 
-def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: float,
+def projection_content(doc: DocumentDetail, history: list[Revision], now: float,
                        status: str) -> Content:
     """The panel text for one document (``status`` may be the UI's ``processing``)."""
-    p = doc["projection"]
-    numbers = {r["id"]: r["number"] for r in history}
+    p = doc.projection
+    numbers = {r.id: r.number for r in history}
 
     def rev(rid: int | None) -> str:
         if rid is None:
@@ -46,36 +49,36 @@ def projection_content(doc: dict[str, Any], history: list[dict[str, Any]], now: 
     parts: list[Any] = []
     parts += row("status", f"{glyph(status)} {status}", STATUS_STYLES.get(status, "") + " bold")
     parts += row("", MEANING.get(status, ""), "$text-muted")
-    parts += row("current revision", rev(doc["current_revision_id"]))
-    active = rev(doc["active_revision_id"])
-    if doc["active_revision_id"] is None and not doc["tombstoned"]:
+    parts += row("current revision", rev(doc.current_revision_id))
+    active = rev(doc.active_revision_id)
+    if doc.active_revision_id is None and not doc.tombstoned:
         active += "  (nothing searchable)"
-    elif doc["active_revision_id"] != doc["current_revision_id"] and not doc["tombstoned"]:
+    elif doc.active_revision_id != doc.current_revision_id and not doc.tombstoned:
         active += "  (differs from current)"
     parts += row("active revision", active,
                  "$text-warning" if "(" in active else "")
-    parts += row("attempts", str(p["attempts"] or 0))
-    parts += row("error", p["error"] or "-", "$text-error" if p["error"] else "")
-    parts += row("started", timestamp(p["started_at"]))
-    parts += row("updated", timestamp(p["updated_at"]))
-    nxt = p["next_attempt_at"]
+    parts += row("attempts", str(p.attempts or 0))
+    parts += row("error", p.error or "-", "$text-error" if p.error else "")
+    parts += row("started", timestamp(p.started_at))
+    parts += row("updated", timestamp(p.updated_at))
+    nxt = p.next_attempt_at
     if not nxt:
         when = "-"
     elif nxt <= now:
         when = f"{timestamp(nxt)} (due: the next projection run retries it)"
     else:
-        when = f"{timestamp(nxt)} ({relative(nxt, now)}; back-off after {p['attempts']} failures)"
+        when = f"{timestamp(nxt)} ({relative(nxt, now)}; back-off after {p.attempts} failures)"
     parts += row("next retry", when)
-    v = p.get("vectors")
-    if v and not doc["tombstoned"] and (v["total"] or v["capped"]):
-        parts += vector_rows(v, now, row)
+    if not doc.tombstoned and (p.vectors_total or p.vectors_capped):
+        parts += vector_rows(p, now, row)
     return Content.assemble(*tidy_runs(parts))
 
 
-def vector_rows(v: dict[str, Any], now: float,
+def vector_rows(p: ProjectionState, now: float,
                 row: Callable[[str, str, str], list[Any]]) -> list[Any]:
     """Stage 2 (issue 37): how many of the active nodes have their vector."""
-    status, done, total, capped = v["status"], v["done"], v["total"], v["capped"]
+    status, done, total, capped = p.vector_status, p.vectors_done, p.vectors_total, \
+        p.vectors_capped
     text = f"{done:,} of {total:,} written"
     if status == "pending":
         text += "  (being computed; found by its words meanwhile)"
@@ -86,9 +89,9 @@ def vector_rows(v: dict[str, Any], now: float,
     if capped:
         parts += row("", f"{capped:,} more node(s) over [projection] max_vectors_per_document:"
                      " found by their words only", "$text-warning")
-    if v.get("error"):
-        parts += row("vector error", v["error"], "$text-error")
-        nxt = v.get("next_attempt_at")
+    if p.vector_error:
+        parts += row("vector error", p.vector_error, "$text-error")
+        nxt = p.vector_next_attempt_at
         if nxt:
             due = "due" if nxt <= now else relative(nxt, now)
             parts += row("vector retry", f"{timestamp(nxt)} ({due})", "")
@@ -122,7 +125,7 @@ class ProjectionPanel(VerticalScroll):
         else:
             button.focus()
 
-    def show(self, doc: dict[str, Any] | None, history: list[dict[str, Any]], now: float,
+    def show(self, doc: DocumentDetail | None, history: list[Revision], now: float,
              status: str) -> None:
         """Show one document's projection state (``None``: nothing selected)."""
         text = self.query_one("#projection-text", Static)
@@ -132,4 +135,4 @@ class ProjectionPanel(VerticalScroll):
             button.disabled = True
             return
         text.update(projection_content(doc, history, now, status))
-        button.disabled = bool(doc["tombstoned"]) or status == "processing"
+        button.disabled = doc.tombstoned or status == "processing"

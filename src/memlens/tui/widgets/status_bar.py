@@ -7,7 +7,7 @@ Only the database *file name* is shown (the full path is in the help screen and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from textual.content import Content
@@ -15,6 +15,9 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from memlens.tui.widgets.fmt import glyph, tidy_runs
+
+if TYPE_CHECKING:
+    from memlens.core.types import Stats
 
 
 class StatusBar(Static):
@@ -29,7 +32,7 @@ class StatusBar(Static):
     }
     """
 
-    stats: reactive[dict[str, Any]] = reactive(dict, always_update=True, layout=False)
+    stats: reactive[Stats | None] = reactive(None, always_update=True, layout=False)
     job: reactive[str] = reactive("")
     watch_state: reactive[str] = reactive("off")
     watch_last: reactive[str] = reactive("")
@@ -57,31 +60,29 @@ class StatusBar(Static):
         out: list[tuple[int, list[Any]]] = []
         if self.demo:
             out.append((0, [(" DEMO ", "bold reverse $text-warning"), " "]))
-        if s:
-            q = s.get("queue", {})
-            out.append((6, [("db ", "$text-muted"), Path(str(s.get("db", ""))).name or "-",
-                            "  "]))
-            docs: list[Any] = [f"{s.get('documents', 0):,} docs"]
-            if s.get("tombstoned"):
-                docs.append((f" (+{s['tombstoned']:,} deleted)", "$text-muted"))
+        if s is not None:
+            out.append((6, [("db ", "$text-muted"), Path(s.db).name or "-", "  "]))
+            docs: list[Any] = [f"{s.documents:,} docs"]
+            if s.tombstoned:
+                docs.append((f" (+{s.tombstoned:,} deleted)", "$text-muted"))
             out.append((3, docs))
-            out.append((7, [f" · {s.get('chunks', 0):,} chunks"]))
-            pend = int(q.get("pending", 0)) + int(q.get("processing", 0))
-            failed = int(q.get("failed", 0))
+            out.append((7, [f" · {s.chunks:,} chunks"]))
+            pend = s.queue_pending
+            failed = s.queue_failed
             queue: list[Any] = ["  ", ("queue ", "$text-muted"),
                                 (f"{glyph('pending')}{pend}", "$text-warning" if pend else ""),
                                 " ",
                                 (f"{glyph('failed')}{failed}", "$text-error bold" if failed
                                  else "")]
-            stale = int(q.get("stale", 0))
+            stale = s.queue_stale
             if stale:
                 queue += [" ", (f"{glyph('stale')}{stale}", "$text-warning bold")]
             out.append((1, queue))
-            waiting = int(s.get("vectors_waiting", 0) or 0)
+            waiting = s.vectors_waiting
             if waiting:  # stage 2: searchable by their words, vectors still being computed
                 out.append((2, ["  ", ("vectors ", "$text-muted"),
                                 (f"{waiting:,} waiting", "$text-warning")]))
-            out.append((8, ["  ", ("embedder ", "$text-muted"), str(s.get("embedder", "-"))]))
+            out.append((8, ["  ", ("embedder ", "$text-muted"), s.embedder]))
         else:
             out.append((2, [("opening database…", "$text-muted")]))
         wstyle = {"watching": "$text-success", "paused": "$text-warning",

@@ -7,7 +7,7 @@ produced revision N is read from revision N-1 and shown when N is selected.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -17,6 +17,9 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from memlens.tui.widgets.fmt import chunker_label, plural, short_hash, tidy_runs, timestamp
+
+if TYPE_CHECKING:
+    from memlens.core.types import Revision
 
 HUNK_STYLE = "$text-primary"
 """``@@`` hunk headers (a fixed cyan was 2.3:1 on the light theme's grey)."""
@@ -85,7 +88,7 @@ class TimelineView(Vertical):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.history: list[dict[str, Any]] = []
+        self.history: list[Revision] = []
         self.current_id: int | None = None
         self.active_id: int | None = None
         self._one_line = True
@@ -100,7 +103,7 @@ class TimelineView(Vertical):
         with VerticalScroll(id="revision-detail"):
             yield Static("", id="revision-text", markup=False)
 
-    def set_history(self, history: list[dict[str, Any]], current_id: int | None,
+    def set_history(self, history: list[Revision], current_id: int | None,
                     active_id: int | None) -> None:
         """Show a document's revisions (newest first)."""
         self.history = history
@@ -116,7 +119,7 @@ class TimelineView(Vertical):
     def _fill(self, highlighted: int | None) -> None:
         ol = self.query_one("#revisions", OptionList)
         ol.clear_options()
-        ol.add_options([Option(self._row(r), id=str(r["id"])) for r in self.history])
+        ol.add_options([Option(self._row(r), id=str(r.id)) for r in self.history])
         if self.history and highlighted is not None:
             ol.highlighted = min(highlighted, len(self.history) - 1)
 
@@ -127,22 +130,22 @@ class TimelineView(Vertical):
             self._one_line = one_line
             self._fill(self.query_one("#revisions", OptionList).highlighted)
 
-    def _row(self, r: dict[str, Any]) -> Content:
-        kind = r["change_kind"]
-        status = r["embedder_status"]
+    def _row(self, r: Revision) -> Content:
+        kind = r.change_kind
+        status = r.embedder_status
         mark = {"ready": "✓", "failed": "✗", "pending": "…"}.get(status or "", " ")
         return Content.assemble(*tidy_runs([
-            ("●" if r["id"] == self.current_id else " ", "$text-primary bold"),
-            ("◆" if r["id"] == self.active_id else " ", "$text-success bold"),
-            (f" #{r['number']:<3} ", "bold"),
+            ("●" if r.id == self.current_id else " ", "$text-primary bold"),
+            ("◆" if r.id == self.active_id else " ", "$text-success bold"),
+            (f" #{r.number:<3} ", "bold"),
             (f"{kind:<8}", KIND_STYLES.get(kind, "")),
-            f" {timestamp(r['observed_at'])}  ",
-            (short_hash(r["content_hash"], 8), "$text-muted"),
+            f" {timestamp(r.observed_at)}  ",
+            (short_hash(r.content_hash, 8), "$text-muted"),
             # Two lines when narrow; the second starts with a glyph, not blanks (which
             # some SVG renderers drop).
             "  " if self._one_line else ("\n↳" + " " * 7, "$text-muted"),
-            f"{chunker_label(r['chunker']['config']):<15} ",
-            (short_embedder(r["embedder"]), "$text-muted"),
+            f"{chunker_label(r.chunker.config):<15} ",
+            (short_embedder(r.embedder), "$text-muted"),
             (f" {mark}", {"✓": "$text-success", "✗": "$text-error"}.get(mark, "$text-muted")),
         ]))
 
@@ -161,40 +164,39 @@ class TimelineView(Vertical):
             return
         r = self.history[index]
         prev = self.history[index + 1] if index + 1 < len(self.history) else None
-        cfg = r["chunker"]["config"] or {}
         lines: list[tuple[str, str] | str] = [
-            (f"Revision #{r['number']} · {r['change_kind']}", "bold"),
-            f" · {timestamp(r['observed_at'])} UTC\n",
-            f"path {r['path']}",
-            f" (was {r['previous_path']})" if r["previous_path"] else "",
-            f" · {r['size']:,} bytes · {plural(r['chunks'], 'chunk')}\n",
-            f"content hash {r['content_hash']}\n",
-            (f"chunker {r['chunker']['name']} v{r['chunker']['version']} {chunker_label(cfg)}"
-             if r["chunker"]["name"] else "chunker -"),
-            f" · {embedder_label(r['embedder'], r['embedder_status'])}\n",
+            (f"Revision #{r.number} · {r.change_kind}", "bold"),
+            f" · {timestamp(r.observed_at)} UTC\n",
+            f"path {r.path}",
+            f" (was {r.previous_path})" if r.previous_path else "",
+            f" · {r.size:,} bytes · {plural(r.chunks or 0, 'chunk')}\n",
+            f"content hash {r.content_hash}\n",
+            (f"chunker {r.chunker.name} v{r.chunker.version} {chunker_label(r.chunker.config)}"
+             if r.chunker.name else "chunker -"),
+            f" · {embedder_label(r.embedder, r.embedder_status)}\n",
         ]
-        if r["id"] == self.current_id:
-            lines.append(("● current revision" + (" (full snapshot stored)" if r["has_snapshot"]
+        if r.id == self.current_id:
+            lines.append(("● current revision" + (" (full snapshot stored)" if r.has_snapshot
                                                   else "") + "\n", "$text-primary"))
-        if r["id"] == self.active_id:
+        if r.id == self.active_id:
             lines.append(("◆ active projection (what search serves)\n", "$text-success"))
         lines.append("\n")
         if prev is None:
             lines.append(("first revision: no earlier content to compare\n", "$text-muted"))
             # A superseded revision's summary describes the step to the *next* one,
             # which is shown there; only the current revision's own note belongs here.
-            if r["summary"] and r["id"] == self.current_id:
-                lines.append(f"summary: {r['summary']}\n")
+            if r.summary and r.id == self.current_id:
+                lines.append(f"summary: {r.summary}\n")
             detail = Content.assemble(*tidy_runs(lines))
         else:
-            lines.append((f"change from #{prev['number']}: ", "bold"))
-            lines.append(f"{prev['summary'] or '-'}\n")
-            diff = prev["diff"] or ""
-            if prev["diff_truncated"]:
+            lines.append((f"change from #{prev.number}: ", "bold"))
+            lines.append(f"{prev.summary or '-'}\n")
+            diff = prev.diff or ""
+            if prev.diff_truncated:
                 lines.append(("(diff truncated)\n", "$text-warning"))
             if not diff.strip():
                 lines.append(("the file was deleted; no diff is stored (it was empty, or "
-                              "retention pruned that history)\n" if r["change_kind"] == "delete"
+                              "retention pruned that history)\n" if r.change_kind == "delete"
                               else "no content change (same text)\n", "$text-muted"))
             detail = Content.assemble(*tidy_runs(lines)) + diff_content(diff)
         self.query_one("#revision-text", Static).update(detail)
