@@ -329,3 +329,61 @@ def test_relative_links_resolve(md: Path) -> None:
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             broken.append(f"{target}: no heading with that anchor")
     assert not broken, f"{md.name}: " + "; ".join(broken)
+
+
+# -- the configuration pages ----------------------------------------------------------------------
+
+def _toml_block(md: Path) -> str:
+    m = re.search(r"```toml\n(.*?)\n```", md.read_text(encoding="utf-8"), re.S)
+    assert m is not None, f"{md.name} has no toml block"
+    return m.group(1)
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+EXAMPLES = {"db", "roots", "repository"}  # documented with an example value, not the default
+
+
+@pytest.mark.parametrize("md", [REPO / "docs" / "configuration.md", REPO / "README.md"],
+                         ids=["configuration.md", "README.md"])
+def test_documented_config_file_is_real(md: Path, tmp_path: Path) -> None:
+    """The config file shown loads as it is; its keys are settings with their real defaults,
+    each `# MEMLENS_X` comment names the variable that sets that key, and the configuration
+    page lists every setting there is."""
+    import tomllib
+
+    from memlens.core.config.settings import load_settings
+
+    text = _toml_block(md)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text, encoding="utf-8")
+    load_settings(cfg, env={})  # raises on an unknown key or a bad value
+    defaults = load_settings(tmp_path / "none.toml", env={})
+    documented = {k: v for k, v in _flatten(tomllib.loads(text)).items()
+                  if not k.startswith("embedder.") or k == "embedder.name"}
+    assert set(documented) <= set(defaults.origins)
+    if md.name == "configuration.md":
+        assert set(documented) == set(defaults.origins), "settings missing from the page"
+    for key, value in documented.items():
+        if key not in EXAMPLES:
+            assert value == defaults.values[key], f"{md.name}: {key} = {value!r} is not the default"
+    section = ""
+    for line in text.splitlines():
+        if m := re.match(r"\[(\w+)\]", line):
+            section = m.group(1) + "."
+        m = re.match(r"(\w+)\s*=.*#\s*(MEMLENS_[A-Z_]+)", line)
+        if m:
+            key = m.group(1) if m.group(1) in EXAMPLES else section + m.group(1)
+            value = documented[key]
+            raw = (value[0] if isinstance(value, list) else
+                   str(value).lower() if isinstance(value, bool) else str(value))
+            s = load_settings(tmp_path / "none.toml", env={m.group(2): raw})
+            assert m.group(2) in s.origins[key], f"{md.name}: {m.group(2)} does not set {key}"
