@@ -387,3 +387,39 @@ def test_documented_config_file_is_real(md: Path, tmp_path: Path) -> None:
                    str(value).lower() if isinstance(value, bool) else str(value))
             s = load_settings(tmp_path / "none.toml", env={m.group(2): raw})
             assert m.group(2) in s.origins[key], f"{md.name}: {m.group(2)} does not set {key}"
+
+
+# -- the README's key table -------------------------------------------------------------------------
+
+KEY_NAMES = {"/": "slash", "?": "question_mark", "<": "less_than_sign", ">": "greater_than_sign",
+             "]": "right_square_bracket", "[": "left_square_bracket", "↑": "up", "↓": "down",
+             "→": "right", "←": "left"}
+
+
+def _bound_keys() -> set[str]:
+    """Every key bound anywhere in the TUI (the first argument of each Binding), plus the
+    command palette's own key."""
+    from textual.app import App
+
+    keys = {App.COMMAND_PALETTE_BINDING}
+    for py in (REPO / "src" / "memlens" / "tui").rglob("*.py"):
+        for group in re.findall(r"Binding\(\s*\"([^\"]+)\"", py.read_text(encoding="utf-8")):
+            keys.update(group.split(","))
+    return keys
+
+
+def test_readme_keys_are_bound() -> None:
+    """Each key in the README's TUI key table is bound in the TUI."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The terminal UI", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 15
+    bound = _bound_keys()
+    missing = []
+    for row in rows:
+        for key in re.findall(r"`([^`]+)`", row.split("|")[1]):
+            name = KEY_NAMES.get(key, key)
+            name = name.lower() if len(name) > 1 else name  # Ctrl+R -> ctrl+r; E stays E
+            if name not in bound:
+                missing.append(key)
+    assert not missing, f"README keys not bound in the TUI: {missing}"
