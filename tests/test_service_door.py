@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,11 +92,14 @@ def test_chunks_accepts_db_and_config(tmp_path: Path) -> None:
     assert data["config"]["strategy"] == "whole" and len(data["chunks"]) == 1
 
 
-def test_watch_json_keys_match_readme() -> None:
+def test_watch_json_keys_match_docs() -> None:
+    """The documented `memlens watch --json` shape (docs/cli.md) has the event's keys, in order."""
     keys = list(WatchEvent(kind="change", time=1.0, change_kind="create").as_json())
     assert keys == ["time", "event", "repository", "path", "change", "result", "message"]
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert '`{"time", "event", "repository", "path", "change", "result", "message"}`' in readme
+    cli_md = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- shape: watch [^\n]*-->\s*```json\n(.*?)\n```", cli_md, re.S)
+    assert block is not None
+    assert list(json.loads(block.group(1))) == keys
 
 
 def test_current_repository_walks_up_and_skips_deleted_projects(
