@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from memlens import bench
+from memlens.bench import embedders as bench_embedders
 from memlens.bench import (
     BenchError,
     BenchOptions,
@@ -350,7 +351,7 @@ def test_scale_run_small(tmp_path: Path) -> None:
 
 def test_unavailable_embedders_are_listed_with_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     # the default list minus the slow model loads; sentence-transformers may or may not exist
-    monkeypatch.setattr(bench, "DEFAULT_EMBEDDERS", ("hashing", "sentence-transformers"))
+    monkeypatch.setattr(bench_embedders, "DEFAULT_EMBEDDERS", ("hashing", "sentence-transformers"))
     slots = bench.resolve_embedders(["hashing", "no-such-embedder"])
     assert slots[0].embedder is not None
     assert slots[1].embedder is None and "unknown embedder" in (slots[1].reason or "")

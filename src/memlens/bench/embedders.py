@@ -146,11 +146,7 @@ def resolve_embedders(names: Sequence[str] | None,
     opts_by = {k: dict(v) for k, v in (options or {}).items()}
     default = names is None
     if names is None:
-        # Read through the package, so ``bench.DEFAULT_EMBEDDERS`` stays the one name
-        # to change (tests patch it there to skip the slow model loads).
-        from memlens.bench import DEFAULT_EMBEDDERS as defaults
-
-        names = defaults
+        names = DEFAULT_EMBEDDERS
     wanted = list(names)
     out: list[EmbedderSlot] = []
     seen: set[str] = set()
