@@ -178,8 +178,8 @@ def test_hashing_identifier_query(hashing: HashingEmbedder) -> None:
 
 
 def test_hashing_identifier_features(hashing: HashingEmbedder) -> None:
-    words, _grams = hashing.features("memlens.core.embedders.registry uses busyTimeout and HTTPServer")
-    assert "i:memlens.core.embedders.registry" in words
+    words, _grams = hashing.features("memlens.core.embedding uses busyTimeout and HTTPServer")
+    assert "i:memlens.core.embedding" in words
     for part in ("memlens", "core", "embedding", "busy", "timeout", "http", "server"):
         assert "w:" + part in words
     assert "w:and" not in words  # stop word
