@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from memlens import bench
-from memlens.bench import embedders as bench_embedders
 from memlens.bench import (
     BenchError,
     BenchOptions,
@@ -24,6 +23,7 @@ from memlens.bench import (
     recall_at,
     reciprocal_rank,
 )
+from memlens.bench import embedders as bench_embedders
 from memlens.core.search.engine import SearchHit
 from tests.conftest import CORPUS, REPO, run_cli
 
