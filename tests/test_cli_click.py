@@ -79,6 +79,16 @@ def test_history_takes_a_slug_path(world: dict[str, str], where: str) -> None:
     assert json.loads(q.stdout) == data
 
 
+@pytest.mark.parametrize("path", [f"{SLUG}:notes.md", "x-proj:notes.md"])
+def test_history_takes_repository_colon_path(world: dict[str, str], path: str) -> None:
+    """``REPOSITORY:PATH``, the repository by its full or a short name."""
+    p = _memlens(world, "history", path, "--db", world["db"], "--json")
+    assert p.returncode == 0, p.stderr
+    assert (json.loads(p.stdout)["repository"], json.loads(p.stdout)["path"]) == (SLUG, "notes.md")
+    bad = _memlens(world, "history", "nope:notes.md", "--db", world["db"])
+    assert bad.returncode == 2 and bad.stderr.startswith("memlens: no repository 'nope'")
+
+
 def test_rechunk_takes_a_slug_path(tmp_path: Path, world: dict[str, str]) -> None:
     db = tmp_path / "r.db"
     shutil.copy(world["db"], db)
@@ -114,7 +124,9 @@ def test_an_unknown_option_is_still_an_error() -> None:
     """Only a token with a ``/`` reads as a slug path; ``-x`` stays an unknown option, and a
     real option keeps its meaning wherever it stands."""
     assert is_dash_path("-home-x-proj/notes.md") and is_dash_path("-a/b")
-    for token in ("-x", "--db", "--db=a/b", "-k", "-", "--", "-/", "/a", "a/-b", "-k=a/b"):
+    assert is_dash_path("-home-x-proj:notes.md")
+    for token in ("-x", "--db", "--db=a/b", "-k", "-", "--", "-/", "/a", "a/-b", "-k=a/b",
+                  "-:a", "--x:y"):
         assert not is_dash_path(token), token
     history = cli.load("history")
     assert history.positionals_last(["-home-x/a.md", "--no-diff"]) == [

@@ -26,7 +26,7 @@ from memlens.core.service import MemoryService, explain_storage_error, load_sett
 from memlens.core.types import ConfigError, DatabaseError, StorageError
 
 if TYPE_CHECKING:
-    from memlens.core.types import ChunkerConfig
+    from memlens.core.types import ChunkerConfig, DocumentDetail
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -113,12 +113,13 @@ def chunker_options() -> list[click.Parameter]:
 
 
 def is_dash_path(token: str) -> bool:
-    """A ``repository/path`` whose repository is a Claude slug (they all start with ``-``):
-    ``-home-x-proj/notes.md``. One dash, then no ``=`` before the first ``/``."""
+    """A ``repository/path`` (or ``repository:path``) whose repository is a Claude slug
+    (they all start with ``-``): ``-home-x-proj/notes.md``. One dash, then a ``/`` or
+    ``:`` with no ``=`` before it."""
     if not token.startswith("-") or token.startswith("--") or len(token) < 3:
         return False
-    head, slash, _ = token.partition("/")
-    return bool(slash) and "=" not in head
+    cut = min((i for i in (token.find("/"), token.find(":")) if i > 1), default=-1)
+    return cut > 1 and "=" not in token[:cut]
 
 
 class Command(click.Command):
@@ -248,6 +249,21 @@ def service(args: Args, **overrides: Any) -> MemoryService:
         svc.close()  # a typo would answer "no results" as if nothing were stored
         raise CliError(f"no document type {doc_type!r}; known: {', '.join(types) or 'none yet'}")
     return svc
+
+
+def locate(svc: MemoryService, args: Args) -> DocumentDetail | None:
+    """The stored document ``args.path`` names: a logical path (``--repository`` when it is
+    ambiguous), ``REPOSITORY/PATH`` as ``memlens docs`` lists it, or ``REPOSITORY:PATH``
+    (the repository by its full or a short name, as ``--repository`` takes it)."""
+    try:
+        doc = svc.locate(args.repository, args.path)
+        if doc is None and not args.repository and ":" in args.path:
+            repo, _, path = args.path.partition(":")
+            if repo and path:
+                doc = svc.locate(svc.resolve_repository(repo), path)
+    except LookupError as exc:
+        raise CliError(str(exc)) from None
+    return doc
 
 
 def chunker_config(args: Args, base: dict[str, Any]) -> ChunkerConfig:

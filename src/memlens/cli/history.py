@@ -11,6 +11,7 @@ from memlens.cli.common import (
     CliError,
     Command,
     db_options,
+    locate,
     print_json,
     service,
     ts,
@@ -21,10 +22,7 @@ def cmd_history(args: Args) -> int:
     """``memlens history``."""
     svc = service(args)
     try:
-        try:
-            doc = svc.locate(args.repository, args.path)
-        except LookupError as exc:
-            raise CliError(str(exc)) from None
+        doc = locate(svc, args)
         if doc is None:
             raise CliError(f"no document {args.path!r}"
                            + (f" in {args.repository}" if args.repository else ""), EXIT_FAIL)
@@ -52,8 +50,9 @@ def cmd_history(args: Args) -> int:
 command = Command(
     "history", handler=cmd_history, short_help="revision timeline of a document",
     help="Revisions newest first: change kind, hash, chunker, embedder, summary and bounded "
-    "diff. PATH is the logical path inside the memory folder (MEMORY.md), or "
-    "REPOSITORY/PATH as `memlens docs` lists it (-home-dev-proj/notes.md).",
+    "diff. PATH is the logical path inside the memory folder (MEMORY.md), "
+    "REPOSITORY/PATH as `memlens docs` lists it (-home-dev-proj/notes.md), or "
+    "REPOSITORY:PATH (proj:notes.md; a short repository name as --repository takes).",
     params=[
         click.Argument(["path"]),
         click.Option(["--repository"],

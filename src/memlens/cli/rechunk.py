@@ -14,6 +14,7 @@ from memlens.cli.common import (
     chunker_options,
     db_options,
     err,
+    locate,
     print_json,
     service,
 )
@@ -30,10 +31,7 @@ def cmd_rechunk(args: Args) -> int:
         cfg = chunker_config(args, svc.settings.chunker_dict())
         doc_id = None
         if not args.all:
-            try:
-                doc = svc.locate(args.repository, args.path)
-            except LookupError as exc:
-                raise CliError(str(exc)) from None
+            doc = locate(svc, args)
             if doc is None or doc.tombstoned:
                 raise CliError(f"no live document {args.path!r}", EXIT_FAIL)
             doc_id = doc.id
@@ -64,8 +62,9 @@ command = Command(
     help="Create rechunk revisions (same content, new chunker config) and re-project them. "
     "The choice is remembered for the document, the repository (--all --repository R) or all "
     "documents (--all): later edits and re-ingests keep it (document > repository > all > "
-    "settings). --reset forgets it. PATH is the logical path of one document, or "
-    "REPOSITORY/PATH as `memlens docs` lists it (-home-dev-proj/notes.md).",
+    "settings). --reset forgets it. PATH is the logical path of one document, "
+    "REPOSITORY/PATH as `memlens docs` lists it (-home-dev-proj/notes.md), or "
+    "REPOSITORY:PATH (proj:notes.md).",
     params=[
         click.Argument(["path"], required=False),
         click.Option(["--all"], is_flag=True, help="rechunk every live document"),
