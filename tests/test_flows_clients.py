@@ -102,7 +102,7 @@ async def test_the_tui_jobs_run_the_door_flows(tmp_path: Path, clock: Clock) -> 
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             assert svc.log == [("start_up", True)]
-            assert app.stats["queue"]["ready"] == 35 and app.status_bar.job == ""
+            assert app.stats is not None and app.stats.queue["ready"] == 35 and app.status_bar.job == ""
             jobs = [m.job for m in seen if isinstance(m, JobFinished)]
             assert jobs[:2] == ["ingest", "startup"]
             startup = next(m for m in seen if isinstance(m, JobFinished) and m.job == "startup")
