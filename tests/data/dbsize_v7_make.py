@@ -45,7 +45,8 @@ def read_back(svc: Any) -> dict[str, Any]:
             "revisions": [[r.id, r.number, r.change_kind, r.content_hash, r.path,
                            r.previous_path, r.snapshot, r.summary, r.diff, r.diff_truncated,
                            r.has_snapshot, r.size, r.chunker.name, r.chunker.version,
-                           r.chunker.config, r.chunks, r.embedder, r.embedder_status]
+                           r.chunker.config.as_json() if r.chunker.config else None,
+                           r.chunks, r.embedder, r.embedder_status]
                           for r in svc.revisions(d.id)],
             "chunks": [[c.ordinal, c.text, c.start_char, c.end_char, c.hash]
                        for c in svc.chunks(d.id)],
