@@ -183,7 +183,7 @@ def _reference_rank(index: FilterIndex, text: str, limit: int = 200,
     fuzzy scores in full (no score cutoffs), mixed as the module says."""
     from rapidfuzz import fuzz, utils
 
-    from memlens.core import types as t
+    from memlens.core.search import filter as t
 
     index.prepare()
     keys = index._keys or []

@@ -273,9 +273,13 @@ class ServiceFlows(ServiceReads):
         total = 0
         waiting = progress is not None and self.vectors_waiting() > 0
         if waiting:
-            docs = [d for d in self.list_documents() if d.vectors_done < d.vectors_total]
-            left = tuple(sorted(d.id for d in docs))
-            total = sum(d.vectors_total - d.vectors_done for d in docs)
+            rows = self.conn().execute(
+                "SELECT id, COALESCE(vector_total, 0) - COALESCE(vector_done, 0)"
+                " FROM memory_documents WHERE tombstoned_at IS NULL"
+                " AND COALESCE(vector_done, 0) < COALESCE(vector_total, 0) ORDER BY id")
+            left_total = [(int(i), int(n)) for i, n in rows]
+            left = tuple(i for i, _ in left_total)
+            total = sum(n for _, n in left_total)
 
         def on_slice(v: VectorReport) -> None:
             _emit(progress, VectorSlice(left, v.written, v.cached, total))

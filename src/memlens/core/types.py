@@ -2,7 +2,9 @@
 
 The UI (CLI and TUI) imports names only from :mod:`memlens.core.service` and
 this module. Everything here is a frozen dataclass or an exception; some are
-defined here, the others are re-exported from the core module that owns them.
+defined here, the others are re-exported from the core module that owns them. The
+flows' progress events (:class:`FileRead` … :class:`Rechunked`) and the protocol
+types ``Progress`` and ``Cancelled`` are defined here (:mod:`memlens.core.flows`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Each function runs in a worker thread, reads or writes through the
 :class:`~memlens.core.service.MemoryService` it is given, and reports only by
 posting messages from :mod:`memlens.tui.messages` (``post``). ``cancelled``
 tells whether the worker was cancelled meanwhile. Nothing here touches a widget.
+
+The writes are the door's flows (start-up, rechunk, retry: :mod:`memlens.core.flows`);
+:class:`FlowProgress` turns their progress events into the app's messages.
 """
 
 from __future__ import annotations
