@@ -7,6 +7,7 @@
 * no ``type: ignore`` in ``memlens.tui`` (screens get the service in their
   constructor, not through an untyped ``self.app``);
 * no module of ``memlens.tui`` over 600 lines;
+* the rechunk dialog reads its settings in a worker, never on the event loop;
 * the snapshot folder is set in one place (``tests/conftest.py``);
 * ``settle()`` fails when the app does not settle, instead of letting the test look
   at a screen that is still changing.
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from tests.test_tui import SIZE, Scenario, async_test, settle
+from tests.test_tui import LANTERN, SIZE, Scenario, async_test, select_doc, settle
 
 TUI = REPO / "src" / "memlens" / "tui"
 MAX_LINES = 600
@@ -128,6 +129,36 @@ async def test_settle_fails_when_the_app_stays_busy(scenario: Scenario) -> None:
             release.set()
         await settle(pilot)  # and settles once the work is done
         assert app.is_idle()
+
+
+@async_test
+async def test_the_rechunk_dialog_reads_its_settings_in_a_worker(scenario: Scenario) -> None:
+    """``c`` asks a worker for the document's chunker settings (SQL); the dialog opens
+    when they arrive. The service's reads run off the event loop's thread."""
+    from memlens.tui.screens.rechunk import RechunkDialog
+
+    svc = scenario.service
+    threads: list[str] = []
+    reads = {name: getattr(svc, name) for name in ("effective_chunker", "chunker_config")}
+
+    def spy(name: str) -> Any:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return reads[name](*args, **kwargs)
+        return read
+
+    app = scenario.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_doc(pilot, scenario.doc_id(LANTERN, "build.md"))
+        for name in reads:
+            setattr(svc, name, spy(name))
+        loop_thread = threading.current_thread().name
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, RechunkDialog)
+        assert app.screen.base.max_tokens == 400 and app.screen.origin == "settings"
+        assert threads and loop_thread not in threads
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ from memlens.tui.messages import (
 )
 from memlens.tui.screens.browser import BrowserScreen
 from memlens.tui.screens.help import HelpScreen
-from memlens.tui.screens.rechunk import RechunkRequest, dialog_for, rechunk_refusal
+from memlens.tui.screens.rechunk import RechunkRequest, dialog_for
 from memlens.tui.screens.search import SearchScreen, SearchState, next_mode
 from memlens.tui.theme import install_themes, toggled
 from memlens.tui.widgets.debounce import Debouncer
@@ -540,9 +540,11 @@ class MemlensApp(AppWorkers):
         """Open the rechunk dialog for the selected document (once a worker has read
         its chunker settings: see :meth:`_rechunk_choice_loaded`)."""
         d = self.detail
-        why = rechunk_refusal(d)
-        if why is not None or d is None:
-            self.notify(why or "select a document first", severity="warning")
+        if d is None:
+            self.notify("select a document first", severity="warning")
+            return
+        if d.document.tombstoned:
+            self.notify("deleted documents cannot be rechunked", severity="warning")
             return
         live = self.stats.documents if self.stats is not None else 0
         self.load_rechunk_choice(d.doc_id, f"{d.document.repository}/{d.document.path}", live,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # resolving it loads the projection and the redaction rules (
     from memlens.core.service import MemoryService
     from memlens.core.types import QueryEffect
 
-from memlens.tui.messages import DetailView, PreviewReady, RechunkChoiceLoaded
+from memlens.tui.messages import PreviewReady, RechunkChoiceLoaded
 from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.fmt import heading_label, size_bar, tidy_runs, token_stats
 
@@ -402,16 +402,6 @@ class RechunkDialog(ModalScreen["RechunkRequest | None"]):
     def action_cancel(self) -> None:
         """Close without writing anything."""
         self.dismiss(None)
-
-
-def rechunk_refusal(detail: DetailView | None) -> str | None:
-    """Why the shown document cannot be rechunked (a sentence for a warning toast), or
-    None when it can."""
-    if detail is None:
-        return "select a document first"
-    if detail.document.tombstoned:
-        return "deleted documents cannot be rechunked"
-    return None
 
 
 def dialog_for(service: MemoryService, choice: RechunkChoiceLoaded) -> RechunkDialog:
