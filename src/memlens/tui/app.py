@@ -32,6 +32,7 @@ from memlens.tui.closing import exit_requested, quiet_when_closing
 from memlens.tui.commands import BROWSER_ACTIONS, MemlensCommands
 from memlens.tui.demo import banner
 from memlens.tui.heap import TICK, HeapKeeper
+from memlens.tui.host import MemlensHost
 from memlens.tui.messages import (
     DetailLoaded,
     DetailMissing,
@@ -593,3 +594,7 @@ class MemlensApp(AppWorkers):
     def action_help(self) -> None:
         """Keys and legend."""
         self.push_screen(HelpScreen(str(self.service.db_path), self.demo_note))
+
+
+def _as_host(app: MemlensApp) -> MemlensHost:  # mypy: the app is what its screens read
+    return app

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from memlens.tui.app import MemlensApp
+from memlens.tui.host import MemlensHost
 
 Command = tuple[str, str, str]
 """(name shown, help text, action run on the app)."""
@@ -21,7 +19,7 @@ BROWSER_ACTIONS = frozenset({
 """Actions that act on the browser; off while search, a dialog or help is on top."""
 
 
-def _global_commands(app: MemlensApp) -> list[Command]:
+def _global_commands(app: MemlensHost) -> list[Command]:
     return [
         ("Search memory", "live search (hybrid / lexical / vector)", "search"),
         ("Filter documents", "fuzzy filter over repository, path, headings, name",
@@ -69,10 +67,8 @@ class MemlensCommands(Provider):
     """Every memlens action in the command palette (document actions when one is selected)."""
 
     def _commands(self) -> list[Command]:
-        from memlens.tui.app import MemlensApp
-
         app = self.app
-        assert isinstance(app, MemlensApp)
+        assert isinstance(app, MemlensHost)
         on_browser = not app.screen_stack or self.screen is app.screen_stack[0]
         out = _global_commands(app)
         if not on_browser:  # from search or a dialog: only what works there

@@ -9,7 +9,7 @@ on :class:`~memlens.tui.app.MemlensApp`, which routes the workers' messages here
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -24,6 +24,7 @@ from textual.widgets import Header, Input, Static, TabbedContent, TabPane
 
 from memlens.core.types import DocumentSummary
 from memlens.tui.closing import exit_requested
+from memlens.tui.host import MemlensHost
 from memlens.tui.messages import DetailView, DocumentsLoaded
 from memlens.tui.theme import memlens_theme
 from memlens.tui.widgets.chunk_view import ChunkView
@@ -46,9 +47,6 @@ from memlens.tui.widgets.pane_divider import PaneDivider
 from memlens.tui.widgets.projection_panel import ProjectionPanel
 from memlens.tui.widgets.status_bar import StatusBar
 from memlens.tui.widgets.timeline import TimelineView
-
-if TYPE_CHECKING:
-    from memlens.tui.app import MemlensApp
 
 NARROW_BELOW = 100
 """Terminals narrower than this get the one-column layout: the tree above the detail."""
@@ -126,12 +124,11 @@ class BrowserScreen(Screen[None]):
         self.tree_collapsed = False
 
     @property
-    def memlens(self) -> MemlensApp:
-        """The app, typed."""
-        from memlens.tui.app import MemlensApp
-
+    def memlens(self) -> MemlensHost:
+        """The app, typed (through :class:`~memlens.tui.host.MemlensHost`: the app imports
+        this screen, so the screen cannot import the app)."""
         app = self.app
-        assert isinstance(app, MemlensApp)
+        assert isinstance(app, MemlensHost)
         return app
 
     # -- layout -------------------------------------------------------------
