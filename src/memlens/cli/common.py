@@ -91,7 +91,7 @@ def db_options(*, json_flag: bool = True) -> list[click.Parameter]:
     ]
     if json_flag:
         out.append(click.Option(["--json"], is_flag=True,
-                                help="print JSON (see README for shapes)"))
+                                help="print JSON (shapes: docs/cli.md)"))
     return out
 
 

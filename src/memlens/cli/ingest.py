@@ -138,6 +138,6 @@ command = Command(
                      help="store durably but do not project (not searchable until "
                      "`memlens project`)"),
         *chunker_options(),
-        click.Option(["--embedder"], help="embedder for the projection (see README)"),
+        click.Option(["--embedder"], help="embedder for the projection (see docs/search.md)"),
         *db_options(),
     ])
