@@ -491,3 +491,18 @@ def test_embedding_cache_reused_on_rename(make_service: Any, tree: Any) -> None:
     tree.rename("a.md", "b.md")
     _ingest(svc, tree)
     assert calls == [1]
+
+
+def test_ingest_report_counts_name_each_outcome(make_service: Any, tree: Any) -> None:
+    """``IngestReport.counts()`` keys match ``as_json`` and count the real change kinds
+    (it once looked up "created" among kinds spelled "create": always 0)."""
+    tree.write("a.md", "# A\n\nalpha\n")
+    tree.write("b.md", "# B\n\nbeta\n")
+    svc = make_service()
+    first = svc.ingest(roots_for_path(tree.projects), project=False).report
+    assert first.counts() == {"created": 2, "updated": 0, "renamed": 0, "deleted": 0,
+                              "unchanged": 0}
+    assert {k: first.as_json()[k] for k in first.counts()} == first.counts()
+    tree.write("a.md", "# A\n\nalpha, edited\n")
+    again = svc.ingest(roots_for_path(tree.projects), project=False).report
+    assert again.counts()["updated"] == 1 and again.counts()["unchanged"] == 1

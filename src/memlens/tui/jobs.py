@@ -199,8 +199,7 @@ class FlowProgress:
 
     def _ingested(self, report: IngestReport) -> None:
         """The ingest's summary, its unreadable files and its errors (five at most)."""
-        # Counted from the changes' kinds (typed), not ``report.counts()``: a dict, whose
-        # "created"/"updated"/"deleted" keys count kinds that never occur (always 0).
+        # Counted from the changes' kinds (typed attributes, not a dict of counts).
         kinds = [c.kind for c in report.changes]
         failed = self.failed
         self.post(JobFinished(

@@ -101,8 +101,11 @@ class IngestReport:
         return [c for c in self.changes if c.kind == "failed"]
 
     def counts(self) -> dict[str, int]:
-        """Counts per change kind."""
-        return {k: self._n(k) for k in ("created", "updated", "renamed", "deleted", "unchanged")}
+        """Files per outcome, keyed as in :meth:`as_json` (``created`` counts the
+        ``create`` changes, and so on)."""
+        return {"created": self._n("create"), "updated": self._n("update"),
+                "renamed": self._n("rename"), "deleted": self._n("delete"),
+                "unchanged": self._n("unchanged")}
 
     def as_json(self) -> dict[str, object]:
         """``{"created","updated","renamed","deleted","unchanged","failed":[{"path","error"}]}``
