@@ -242,8 +242,8 @@ class MemlensApp(AppWorkers):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Worker errors become notifications, never a crash."""
         if event.state == WorkerState.ERROR:
-            self.notify(worker_failure(event.worker.name, event.worker.error), title="error",
-                        severity="error", timeout=8)
+            sentence, detail = worker_failure(event.worker.name, event.worker.error)
+            self.notify(sentence, title="error", severity="error", timeout=8, detail=detail)
             if event.worker.group in ("startup", "rechunk", "retry"):
                 self.status_bar.job = ""
 
