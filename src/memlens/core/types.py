@@ -51,10 +51,12 @@ if TYPE_CHECKING:
     from memlens.core.details import HitSource as HitSource
     from memlens.core.details import ProjectionState as ProjectionState
     from memlens.core.details import Revision as Revision
+    from memlens.core.details import RevisionChange as RevisionChange
     from memlens.core.details import RevisionChunker as RevisionChunker
     from memlens.core.details import Stats as Stats
     from memlens.core.details import StoredChunkerConfig as StoredChunkerConfig
     from memlens.core.details import _Keys
+    from memlens.core.details import revision_changes as revision_changes
     from memlens.core.doctor import Problem as Problem
     from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
     from memlens.core.embedders.registry import EmbedderUnavailable as EmbedderUnavailable
@@ -133,6 +135,8 @@ _LAZY: dict[str, str] = {
     'HitSource': 'memlens.core.details',
     'ProjectionState': 'memlens.core.details',
     'Revision': 'memlens.core.details',
+    'RevisionChange': 'memlens.core.details',
+    'revision_changes': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
     'StoredChunkerConfig': 'memlens.core.details',
@@ -150,7 +154,8 @@ __all__ = [
     "NO_WORD_NOTE",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
-    "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
+    "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChange", "RevisionChunker",
+    "STRATEGIES", "revision_changes",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "StoredChunkerConfig",
     "UsageError", "VectorReport", "WatchSettings",
