@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from memlens.core.projection.reports import ProjectionReport as ProjectionReport
     from memlens.core.projection.reports import VectorReport as VectorReport
     from memlens.core.search.engine import MODES as MODES
+    from memlens.core.search.engine import NO_WORD_FILTERED_NOTE as NO_WORD_FILTERED_NOTE
     from memlens.core.search.engine import NO_WORD_NOTE as NO_WORD_NOTE
     from memlens.core.search.engine import SearchError as SearchError
     from memlens.core.search.engine import SearchHit as SearchHit
@@ -119,6 +120,7 @@ _LAZY: dict[str, str] = {
     'VectorReport': 'memlens.core.projection.reports',
     'MODES': 'memlens.core.search.engine',
     'NO_WORD_NOTE': 'memlens.core.search.engine',
+    'NO_WORD_FILTERED_NOTE': 'memlens.core.search.engine',
     'SearchError': 'memlens.core.search.engine',
     'SearchHit': 'memlens.core.search.engine',
     'SearchResult': 'memlens.core.search.engine',
@@ -151,7 +153,7 @@ __all__ = [
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
-    "NO_WORD_NOTE",
+    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChange", "RevisionChunker",

@@ -163,7 +163,8 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
     if not hits:
         lines.append(f"No results for {query.strip()!r}.")
     elif not data["matches"]:
-        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs in memory; "
+        where = "in the documents this filter keeps" if repo else "in memory"
+        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs {where}; "
                      "the hits below are the closest by meaning only.")
     else:
         lines.append(f"{data['matches']} match(es) for {query.strip()!r} ({data['mode']}):")

@@ -24,7 +24,7 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.types import MODES, NO_WORD_NOTE, HitSource, SearchHit
+from memlens.core.types import MODES, NO_WORD_FILTERED_NOTE, NO_WORD_NOTE, HitSource, SearchHit
 from memlens.tui.event_hooks import EventsApp, failure_detail, failure_sentence
 from memlens.tui.messages import HitSourceLoaded, SearchOutcome, SearchResults
 from memlens.tui.widgets.debounce import Debouncer
@@ -170,7 +170,7 @@ def info_line(hits: list[SearchHit], mode: str, timing: str, notes: list[str],
     else:
         head = f"{matches} matches · {len(hits) - matches} closest by meaning"
     project = f" · {preferred} first" if preferred else ""
-    notes = [n for n in notes if n != NO_WORD_NOTE]  # the head says it already
+    notes = [n for n in notes if n not in (NO_WORD_NOTE, NO_WORD_FILTERED_NOTE)]  # the head says it
     note = f" · {'; '.join(notes)}" if notes else ""
     return f"{head} · {mode}{timing}{project}{note}"
 
