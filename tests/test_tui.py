@@ -674,7 +674,10 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         await pilot.press("r")
         await settle(pilot)
         assert scenario.service.detail(failed).projection.attempts == 2
-        assert any(n.startswith("retry: failed") for n in notes)
+        retried = [n for n in notes if n.startswith("retry: failed")]
+        assert retried == ["retry: failed: Could not retry the projection. The details are in "
+                           "the events pane (E)."], retried
+        assert any(e.detail and "Error" in e.detail for e in app.events_log.entries())
         # Healthy again: retry now projects it and the row turns ready.
         scenario.embedder.healthy = True
         await pilot.press("r")
