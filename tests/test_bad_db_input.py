@@ -79,3 +79,26 @@ def test_an_old_world_readable_database_is_made_private_on_open(
     for f in files:
         if f.exists():
             assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+
+
+@pytest.mark.parametrize("which", ["root", "home"])
+def test_ingest_of_the_filesystem_root_or_home_is_refused(tmp_path: Path, which: str) -> None:
+    """`ingest /` walked every disk with no word (issue 42): the filesystem root and the
+    home folder, holding no project memory, are not memory folders: one line, exit 2."""
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    (home / "notes" / "todo.md").write_text("# a note outside memory\n", encoding="utf-8")
+    target = "/" if which == "root" else str(home)
+    env = {**_env(tmp_path), "HOME": str(home)}
+    db = tmp_path / "m.db"
+    proc = run_cli("ingest", target, "--db", str(db), env=env, timeout=60)
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 2, line
+    assert ("filesystem root" if which == "root" else "home folder") in line
+    assert "~/.claude/projects" in line
+    # a project folder under home still works
+    project = home / ".claude" / "projects" / "-home-dev-x"
+    (project / "memory").mkdir(parents=True)
+    (project / "memory" / "a.md").write_text("# A\n\nhello\n", encoding="utf-8")
+    ok = run_cli("ingest", str(home / ".claude" / "projects"), "--db", str(db), env=env)
+    assert ok.returncode == 0, ok.stderr
