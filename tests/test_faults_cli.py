@@ -74,7 +74,8 @@ def test_new_database_and_folders_are_private(tmp_path: Path) -> None:
         conn.close()
     finally:
         os.umask(old)
-    # through the CLI as well, and an existing file keeps the mode its owner chose
+    # through the CLI as well; an existing file its user owns is made private on open
+    # (issue 42: a database an older memlens left 0644 stayed readable by everyone)
     cli_db = tmp_path / "cli" / "m.db"
     p = run_cli("ingest", str(CORPUS), "--db", str(cli_db), env=ENV)
     assert p.returncode == 0, p.stderr
@@ -82,7 +83,7 @@ def test_new_database_and_folders_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(cli_db.parent.stat().st_mode) == 0o700
     cli_db.chmod(0o640)
     assert run_cli("ingest", str(CORPUS), "--db", str(cli_db), env=ENV).returncode == 0
-    assert stat.S_IMODE(cli_db.stat().st_mode) == 0o640
+    assert stat.S_IMODE(cli_db.stat().st_mode) == 0o600
 
 
 # -- a damaged database ----------------------------------------------------------------

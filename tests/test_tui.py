@@ -674,7 +674,10 @@ async def test_projection_panel_and_retry(scenario: Scenario) -> None:
         await pilot.press("r")
         await settle(pilot)
         assert scenario.service.detail(failed).projection.attempts == 2
-        assert any(n.startswith("retry: failed") for n in notes)
+        retried = [n for n in notes if n.startswith("retry: failed")]
+        assert retried == ["retry: failed: Could not retry the projection. The details are in "
+                           "the events pane (E)."], retried
+        assert any(e.detail and "Error" in e.detail for e in app.events_log.entries())
         # Healthy again: retry now projects it and the row turns ready.
         scenario.embedder.healthy = True
         await pilot.press("r")
@@ -1131,12 +1134,15 @@ async def test_worker_errors_become_notifications(scenario: Scenario,
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert app.is_running
-        errors = [n for n in notes if "on fire" in n]
-        # What the user tried, then why; never a function or exception class name.
-        assert "error: could not list documents: database is on fire" in errors
-        assert "error: could not load statistics: database is on fire" in errors
+        errors = [n for n in notes if n.startswith("error: Could not")]
+        # What the user tried, as a sentence; never a function name or the exception's
+        # text (issue 42): that is the events pane's detail.
+        assert "error: Could not list documents. The details are in the events pane (E)." in errors
+        assert "error: Could not load statistics. The details are in the events pane (E)." in errors
         assert not any(w in n for n in errors
-                       for w in ("load_documents", "load_stats", "RuntimeError", "failed"))
+                       for w in ("load_documents", "load_stats", "RuntimeError", "on fire"))
+        details = {e.detail for e in app.events_log.entries()}
+        assert "RuntimeError: database is on fire" in details
 
 
 @async_test

@@ -70,6 +70,15 @@ def cmd_ingest(args: Args) -> int:
         data["projection_failed"] = unprojected
     if no_vectors:
         data["vectors_failed"] = no_vectors
+    if args.paths and not data["failed"] and not data.get("warnings") and not any(
+            data[k] for k in ("created", "updated", "renamed", "deleted", "unchanged")):
+        # A PATH with no Markdown memory in it (a typo'd or wrong folder): one line, exit 1.
+        if args.json:
+            print_json(data)
+        err(f"no Markdown memory file under {', '.join(map(str, args.paths))}: nothing was "
+            "ingested; give a memory folder, a project folder holding memory/, or a folder of "
+            "projects such as ~/.claude/projects")
+        return EXIT_FAIL
     if args.json:
         print_json(data)
         if data.get("stopped"):

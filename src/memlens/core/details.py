@@ -8,12 +8,13 @@ benchmarks/cli_startup.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DocumentDetail", "HitSource", "ProjectionState", "Revision", "RevisionChunker",
-           "Stats", "StoredChunkerConfig"]
+__all__ = ["DocumentDetail", "HitSource", "ProjectionState", "Revision", "RevisionChange",
+           "RevisionChunker", "Stats", "StoredChunkerConfig", "revision_changes"]
 
 
 def _text(value: object) -> str | None:
@@ -227,6 +228,31 @@ class Revision:
             "diff": self.diff, "diff_truncated": self.diff_truncated,
             "has_snapshot": self.has_snapshot, "size": self.size,
         }
+
+
+@dataclass(frozen=True)
+class RevisionChange:
+    """The change that produced a revision. memlens stores a superseded revision's
+    summary and diff on *that* revision (the step to its successor), so the change that
+    made revision N is read from the revision before it (:func:`revision_changes`)."""
+
+    from_revision: int
+    """The number of the revision the change started from (N-1 unless pruned)."""
+    summary: str | None
+    diff: str | None
+    diff_truncated: bool
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON shape of a revision's ``change`` in ``memlens history --json``."""
+        return {"from_revision": self.from_revision, "summary": self.summary,
+                "diff": self.diff, "diff_truncated": self.diff_truncated}
+
+
+def revision_changes(history: Sequence[Revision]) -> list[RevisionChange | None]:
+    """Per revision of ``history`` (newest first, as the door's ``revisions`` gives it),
+    the change that produced it; None for the oldest one kept (nothing to compare)."""
+    return [RevisionChange(prev.number, prev.summary, prev.diff, prev.diff_truncated)
+            for prev in history[1:]] + ([None] if history else [])
 
 
 @dataclass(frozen=True)

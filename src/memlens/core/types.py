@@ -51,10 +51,12 @@ if TYPE_CHECKING:
     from memlens.core.details import HitSource as HitSource
     from memlens.core.details import ProjectionState as ProjectionState
     from memlens.core.details import Revision as Revision
+    from memlens.core.details import RevisionChange as RevisionChange
     from memlens.core.details import RevisionChunker as RevisionChunker
     from memlens.core.details import Stats as Stats
     from memlens.core.details import StoredChunkerConfig as StoredChunkerConfig
     from memlens.core.details import _Keys
+    from memlens.core.details import revision_changes as revision_changes
     from memlens.core.doctor import Problem as Problem
     from memlens.core.embedders.names import EMBEDDER_NAMES as EMBEDDER_NAMES
     from memlens.core.embedders.registry import EmbedderUnavailable as EmbedderUnavailable
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from memlens.core.projection.reports import ProjectionReport as ProjectionReport
     from memlens.core.projection.reports import VectorReport as VectorReport
     from memlens.core.search.engine import MODES as MODES
+    from memlens.core.search.engine import NO_WORD_FILTERED_NOTE as NO_WORD_FILTERED_NOTE
     from memlens.core.search.engine import NO_WORD_NOTE as NO_WORD_NOTE
     from memlens.core.search.engine import SearchError as SearchError
     from memlens.core.search.engine import SearchHit as SearchHit
@@ -117,6 +120,7 @@ _LAZY: dict[str, str] = {
     'VectorReport': 'memlens.core.projection.reports',
     'MODES': 'memlens.core.search.engine',
     'NO_WORD_NOTE': 'memlens.core.search.engine',
+    'NO_WORD_FILTERED_NOTE': 'memlens.core.search.engine',
     'SearchError': 'memlens.core.search.engine',
     'SearchHit': 'memlens.core.search.engine',
     'SearchResult': 'memlens.core.search.engine',
@@ -133,6 +137,8 @@ _LAZY: dict[str, str] = {
     'HitSource': 'memlens.core.details',
     'ProjectionState': 'memlens.core.details',
     'Revision': 'memlens.core.details',
+    'RevisionChange': 'memlens.core.details',
+    'revision_changes': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
     'StoredChunkerConfig': 'memlens.core.details',
@@ -147,10 +153,11 @@ __all__ = [
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
-    "NO_WORD_NOTE",
+    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
-    "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChunker", "STRATEGIES",
+    "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChange", "RevisionChunker",
+    "STRATEGIES", "revision_changes",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "StoredChunkerConfig",
     "UsageError", "VectorReport", "WatchSettings",

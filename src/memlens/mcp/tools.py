@@ -25,6 +25,7 @@ from memlens.core.types import (
     EmbeddingError,
     SearchError,
     SearchResult,
+    revision_changes,
 )
 
 K_MIN, K_MAX = 1, 50
@@ -162,7 +163,8 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
     if not hits:
         lines.append(f"No results for {query.strip()!r}.")
     elif not data["matches"]:
-        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs in memory; "
+        where = "in the documents this filter keeps" if repo else "in memory"
+        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs {where}; "
                      "the hits below are the closest by meaning only.")
     else:
         lines.append(f"{data['matches']} match(es) for {query.strip()!r} ({data['mode']}):")
@@ -217,21 +219,27 @@ def memory_history(svc: MemoryService, repository: str, path: str, limit: int = 
     doc = find_document(svc, repository, path)
     revs = svc.revisions(doc.id)
     shown = revs[:limit]
+    # The change that made each revision is stored on the one before it (issue 42).
+    changes = revision_changes(revs)[:limit]
     items = [{"number": r.number, "change_kind": r.change_kind, "observed_at": _iso(r.observed_at),
               "path": r.path, "previous_path": r.previous_path, "summary": r.summary,
               "chunks": r.chunks, "embedder": r.embedder, "content_hash": r.content_hash,
-              "diff": r.diff, "diff_truncated": r.diff_truncated} for r in shown]
+              "diff": r.diff, "diff_truncated": r.diff_truncated,
+              "change": c.as_json() if c else None} for r, c in zip(shown, changes, strict=True)]
     data = {"repository": doc.repository, "path": doc.path, "total": len(revs),
             "revisions": items}
     lines = [f"{doc.repository}/{doc.path}: {len(revs)} revision(s), newest first"
              + (f" (showing {len(shown)})" if len(shown) < len(revs) else "")]
-    for it in items:
-        moved = f" (from {it['previous_path']})" if it["previous_path"] else ""
-        lines.append(f"#{it['number']} {it['change_kind']} {it['observed_at'] or '-'}{moved}"
-                     f" — {it['summary'] or 'no summary'}")
-        if it["diff"]:
-            lines.extend(f"    {ln}" for ln in str(it["diff"]).splitlines())
-            if it["diff_truncated"]:
+    for r, c in zip(shown, changes, strict=True):
+        moved = f" (from {r.previous_path})" if r.previous_path else ""
+        if c is None:
+            what = "first revision" if r.number == 1 else "oldest revision kept"
+        else:
+            what = f"change from #{c.from_revision}: {c.summary or 'no summary'}"
+        lines.append(f"#{r.number} {r.change_kind} {_iso(r.observed_at) or '-'}{moved} — {what}")
+        if c is not None and c.diff:
+            lines.extend(f"    {ln}" for ln in c.diff.splitlines())
+            if c.diff_truncated:
                 lines.append("    … (diff truncated)")
     return ToolOutput("\n".join(lines), data)
 

@@ -242,8 +242,8 @@ class MemlensApp(AppWorkers):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Worker errors become notifications, never a crash."""
         if event.state == WorkerState.ERROR:
-            self.notify(worker_failure(event.worker.name, event.worker.error), title="error",
-                        severity="error", timeout=8)
+            sentence, detail = worker_failure(event.worker.name, event.worker.error)
+            self.notify(sentence, title="error", severity="error", timeout=8, detail=detail)
             if event.worker.group in ("startup", "rechunk", "retry"):
                 self.status_bar.job = ""
 
@@ -415,9 +415,9 @@ class MemlensApp(AppWorkers):
             self.notify("projection is ready", title="retry")
         elif message.result == "unchanged":
             self.notify("nothing to retry: the projection is up to date", title="retry")
-        else:
-            self.notify(message.error or message.result, title=f"retry: {message.result}",
-                        severity="error")
+        else:  # a sentence; the error's text goes to the events pane only (issue 42)
+            self.notify(worker_failure("run_retry", None)[0], title=f"retry: {message.result}",
+                        severity="error", detail=message.error or message.result)
         self.load_stats()
 
     def _reload_detail(self) -> None:

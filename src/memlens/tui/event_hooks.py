@@ -22,6 +22,22 @@ from memlens.tui.widgets.status_bar import StatusBar
 _LEVELS: dict[str, Level] = {"warning": "warning", "error": "error"}
 
 
+def failure_sentence(task: str) -> str:
+    """``Could not load statistics. The details are in the events pane (E).``: what a
+    toast says when something failed (the exception's text goes to the events pane)."""
+    return f"Could not {task}. The details are in the events pane (E)."
+
+
+def failure_detail(error: BaseException | str | None) -> str:
+    """``OSError: disk I/O error``: the events pane's detail of a failure."""
+    if error is None:
+        return "unknown error"
+    if isinstance(error, str):
+        return error.strip() or "unknown error"
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 class EventsApp(App[None]):
     """An app whose warnings and errors are also kept in an :class:`EventLog`."""
 
@@ -31,18 +47,20 @@ class EventsApp(App[None]):
         self._last_watch_event = ""
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
-        """Show a toast; warnings and errors are also recorded in the events pane."""
+               timeout: float | None = None, markup: bool = True,
+               detail: str | None = None) -> None:
+        """Show a toast; warnings and errors are also recorded in the events pane, with
+        ``detail`` (the exception's text, which the toast never shows) after them."""
         level = _LEVELS.get(severity)
         if level is not None:  # a notice listing several files is one line per file
             for line in message.splitlines() or [""]:
-                self.record(title or severity, line, level=level)
+                self.record(title or severity, line, level=level, detail=detail)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def record(self, kind: str, text: str, *, level: Level = "info",
-               path: str | None = None) -> None:
+               path: str | None = None, detail: str | None = None) -> None:
         """Add one line to the events pane and update the status bar's problem field."""
-        self.events_log.add(kind, text, level=level, path=path)
+        self.events_log.add(kind, text, level=level, path=path, detail=detail)
         latest = self.events_log.latest_problem()
         self.show_problem(latest.text if latest else "", self.events_log.problems)
         screen = self.screen_stack[-1] if self.screen_stack else None

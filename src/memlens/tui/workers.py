@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # resolving them loads the watcher and the ingest path (start
     from memlens.watch.watcher import Watcher
 
 from memlens.tui import jobs
-from memlens.tui.event_hooks import EventsApp
+from memlens.tui.event_hooks import EventsApp, failure_detail, failure_sentence
 from memlens.tui.heap import HeapKeeper
 from memlens.tui.messages import (
     DocumentsLoaded,
@@ -55,13 +55,11 @@ GONE_CHECK_SECONDS = 2.0
 """How often the app looks whether unreadable, never-stored files were deleted."""
 
 
-def worker_failure(name: str, error: BaseException | None) -> str:
-    """``could not load statistics: disk I/O error`` for a failed worker."""
-    task = WORKER_TASKS.get(name, "finish the last action")
-    detail = str(error).strip() if error is not None else ""
-    if not detail:
-        detail = type(error).__name__ if error is not None else "unknown error"
-    return f"could not {task}: {detail}"
+def worker_failure(name: str, error: BaseException | None) -> tuple[str, str]:
+    """The sentence and the detail of a failed worker (issue 42: no exception text in
+    a toast): ``("Could not load statistics. …", "OSError: disk I/O error")``."""
+    return failure_sentence(WORKER_TASKS.get(name, "finish the last action")), \
+        failure_detail(error)
 
 
 class AppWorkers(EventsApp):

@@ -127,8 +127,9 @@ def roots_for_path(path: Path, repository: str | None = None) -> list[MemoryRoot
       when the folder is called ``memory``, else the folder's own name.
 
     Raises:
-        UsageError: the path does not exist or is not a folder, or
-            ``repository`` was given for a folder of several projects.
+        UsageError: the path does not exist or is not a folder, is the filesystem root
+            or the home folder without project memory in it (it would be walked whole),
+            or ``repository`` was given for a folder of several projects.
     """
     p = path.expanduser()
     if not p.exists():
@@ -148,6 +149,12 @@ def roots_for_path(path: Path, repository: str | None = None) -> list[MemoryRoot
         return projects
     if p.name == "memory":
         return [MemoryRoot(repository=repository or p.parent.name, path=p)]
+    if p.parent == p or p == Path.home().absolute():  # `ingest /` walked every disk (issue 42)
+        where = "the filesystem root" if p.parent == p else "your home folder"
+        raise UsageError(
+            f"{path} is {where}, not a memory folder, and holds no project memory folders; "
+            "give a memory folder, a project folder holding memory/, or a folder of projects "
+            "such as ~/.claude/projects")
     return [MemoryRoot(repository=repository or p.name, path=p)]
 
 

@@ -75,6 +75,14 @@ SEMANTIC_MIN_Z = _DEFAULTS.semantic_min_z
 MATCH_KINDS = ("lexical", "semantic", "closest")
 NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
                 " meaning, not matches")
+NO_WORD_FILTERED_NOTE = ("no word of the query occurs in the documents this filter keeps; the"
+                         " hits are only the closest by meaning, not matches")
+"""NO_WORD_NOTE under a --type / --repository filter: the words may occur elsewhere."""
+
+
+def no_word_note(repository: str | None, doc_type: str | None) -> str:
+    """The note of a search none of whose words occurs where it looked (issue 42)."""
+    return NO_WORD_NOTE if repository is None and doc_type is None else NO_WORD_FILTERED_NOTE
 
 
 
@@ -326,7 +334,7 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if not pool.lex_raw and res.hits:
         for h in res.hits:
             h.match = "closest"
-        res.notes.append(NO_WORD_NOTE)
+        res.notes.append(no_word_note(repository, doc_type))
     if complete:
         res.hits = hits_mod.complete(conn, res.hits)
     if snippets:
@@ -498,7 +506,7 @@ def _search_mode(conn: apsw.Connection, query: str, mode: str, embedder: Embedde
         if res.hits and not _any_word_occurs(conn, query, repository, doc_type):
             for h in res.hits:
                 h.match = "closest"
-            res.notes.append(NO_WORD_NOTE)
+            res.notes.append(no_word_note(repository, doc_type))
         return res
     return hybrid(conn, query, embedder, k=k, repository=repository, doc_type=doc_type,
                   per_document=per_document, snippets=False, matrix=matrix, complete=False,

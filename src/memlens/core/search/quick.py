@@ -80,6 +80,13 @@ def _open(db: str) -> apsw.Connection | None:
     folder = os.path.dirname(os.path.abspath(db))
     if not (os.access(db, os.R_OK | os.W_OK) and os.access(folder, os.W_OK | os.X_OK)):
         return None
+    for f in (db, db + "-wal", db + "-shm"):  # private on open, as store/db.py does
+        try:
+            st = os.stat(f)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(f, st.st_mode & 0o700)
+        except (OSError, AttributeError):
+            continue
     try:
         conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_URI)
     except apsw.Error:

@@ -22,6 +22,7 @@ search for ``timeout`` would miss it, which is worse for memory notes.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 import urllib.parse
@@ -135,7 +136,8 @@ def connect(
 
     A database memlens creates is private: the file (and with it its ``-wal`` and
     ``-shm`` files, which SQLite creates with the database file's mode) is ``0600``
-    and a folder created for it ``0700``. An existing file whose file or folder is not
+    and a folder created for it ``0700``; an existing one this user owns is made private
+    on open too (an older memlens left ``0644``). An existing file whose file or folder is not
     writable is opened read-only, without touching its journal mode: reads work and
     writes fail with :class:`DatabaseReadOnly` (see :func:`is_readonly`).
 
@@ -163,11 +165,16 @@ def connect(
                             f" or create it with `memlens ingest --db {p}`")
     if exists and p.is_dir():
         raise DatabaseError(f"{p} is a folder, not a database file; pass another --db")
+    if exists and not p.is_file():  # /dev/null, a pipe, a socket: SQLite says "disk I/O error"
+        raise DatabaseError(f"{p} is not a regular file, so it cannot be a database; "
+                            "pass another --db")
     if not exists and readonly:
         raise DatabaseError(f"no database at {p}; check --db")
     if not exists and not create:  # a read command on a typo'd --db: not an empty memory
         raise DatabaseError(f"no database at {p}: nothing was ingested there; check --db, or"
                             f" create it with `memlens ingest --db {p}`")
+    if exists:
+        _tighten(p)
     fallback = False
     if not readonly and exists and not _writable(p):
         readonly = fallback = True  # a read-only file or folder: reads still work
@@ -218,6 +225,20 @@ def connect(
         conn.close()
         raise
     return conn
+
+
+def _tighten(p: Path) -> None:
+    """Make an existing database this user owns private (``0600``-like: the group and
+    others lose every bit), with its ``-wal`` and ``-shm`` files: a file an older memlens
+    created (or a copy) may be ``0644``, readable by every user of the machine. A file of
+    another owner, or one whose mode cannot be changed, is left as it is."""
+    for f in (p, Path(f"{p}-wal"), Path(f"{p}-shm")):
+        try:
+            st = f.stat()
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(f, stat.S_IMODE(st.st_mode) & 0o700)
+        except (OSError, AttributeError):  # missing, or no os.getuid (Windows)
+            continue
 
 
 def _writable(p: Path) -> bool:

@@ -42,6 +42,9 @@ class EventEntry:
     text: str
     level: Level = "info"
     path: str | None = None
+    detail: str | None = None
+    """What went wrong, for whoever digs (``ValueError: …``): shown after the sentence
+    in the events pane, never in a toast."""
 
     @property
     def is_problem(self) -> bool:
@@ -60,9 +63,9 @@ class EventLog:
         """Problems recorded since start (not bounded by ``limit``)."""
 
     def add(self, kind: str, text: str, *, level: Level = "info",
-            path: str | None = None) -> EventEntry:
+            path: str | None = None, detail: str | None = None) -> EventEntry:
         """Record one event and return it."""
-        entry = EventEntry(self._clock(), kind, text, level, path)
+        entry = EventEntry(self._clock(), kind, text, level, path, detail)
         with self._lock:
             self._rows.appendleft(entry)
             if entry.is_problem:
@@ -85,12 +88,15 @@ class EventLog:
 
 
 def format_entry(entry: EventEntry) -> Content:
-    """``14:03:07 ✗ ingest  notes/bad.md: file is not valid UTF-8 …``."""
+    """``14:03:07 ✗ ingest  notes/bad.md: file is not valid UTF-8 …``, then the
+    detail, if any, muted (``… · detail: ValueError: …``)."""
     stamp = time.strftime("%H:%M:%S", time.localtime(entry.at))
     style = LEVEL_STYLE[entry.level]
+    detail = ("", "") if not entry.detail else (f" · detail: {entry.detail}", "$text-muted")
     return Content.assemble(
         (stamp, "$text-muted"), " ", (LEVEL_MARK[entry.level], style), " ",
-        (f"{entry.kind:<10}", "$text-muted"), " ", (entry.text, style if entry.is_problem else ""))
+        (f"{entry.kind:<10}", "$text-muted"), " ", (entry.text, style if entry.is_problem else ""),
+        detail)
 
 
 @contextmanager

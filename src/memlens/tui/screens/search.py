@@ -24,7 +24,8 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.types import MODES, NO_WORD_NOTE, HitSource, SearchHit
+from memlens.core.types import MODES, NO_WORD_FILTERED_NOTE, NO_WORD_NOTE, HitSource, SearchHit
+from memlens.tui.event_hooks import EventsApp, failure_detail, failure_sentence
 from memlens.tui.messages import HitSourceLoaded, SearchOutcome, SearchResults
 from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.fmt import heading_label
@@ -126,16 +127,17 @@ def result_options(hits: list[SearchHit]) -> tuple[list[Option], list[int]]:
     return options, where
 
 
-def option_fit(ol: OptionList) -> tuple[RulesMap, int]:
+def option_fit(ol: OptionList) -> tuple[RulesMap, int] | None:
     """The rules and the width the result list measures an option's height with
     (``OptionList._update_lines``: the width left of the scroll bar's gutter, less the
-    options' padding). Read on the event loop when a search starts; the list's gutter is
-    stable, so the width is the same whether it shows results (and a scroll bar) or not."""
+    options' padding), read on the event loop as a search starts (the gutter is stable);
+    None before the list has a width (a screen shown again: issue 42's width-0 error)."""
     padding = ol.get_component_styles("option-list--option").padding
     styles = ol.styles  # the rules Content.get_height reads
     rules = RulesMap(line_pad=styles.line_pad, text_overflow=styles.text_overflow,
                      text_wrap=styles.text_wrap)
-    return rules, ol.scrollable_content_region.width - padding.width
+    width = ol.scrollable_content_region.width - padding.width
+    return (rules, width) if width > 0 else None
 
 
 def measured_options(hits: list[SearchHit], fit: tuple[RulesMap, int] | None,
@@ -168,7 +170,7 @@ def info_line(hits: list[SearchHit], mode: str, timing: str, notes: list[str],
     else:
         head = f"{matches} matches · {len(hits) - matches} closest by meaning"
     project = f" · {preferred} first" if preferred else ""
-    notes = [n for n in notes if n != NO_WORD_NOTE]  # the head says it already
+    notes = [n for n in notes if n not in (NO_WORD_NOTE, NO_WORD_FILTERED_NOTE)]  # the head says it
     note = f" · {'; '.join(notes)}" if notes else ""
     return f"{head} · {mode}{timing}{project}{note}"
 
@@ -318,8 +320,8 @@ class SearchScreen(Screen["SearchHit | None"]):
                                 scope=scope)
             out.options = measured_options(list(res.hits), fit)
         except Exception as exc:  # shown in the UI, never a crash
-            out = SearchOutcome(query, mode, None, time.perf_counter() - t0, error=str(exc),
-                                scope=scope)
+            out = SearchOutcome(query, mode, None, time.perf_counter() - t0,
+                                error=failure_detail(exc), scope=scope)
         finally:
             service.release_thread_connection()
         if not get_current_worker().is_cancelled:
@@ -336,8 +338,9 @@ class SearchScreen(Screen["SearchHit | None"]):
         if out.error:
             self.hits = []
             ol.clear_options()
-            self._info(Content.styled(f"could not search: {out.error}", "$text-error"))
-            self.notify(f"could not search: {out.error}", title="error", severity="error")
+            self._info(Content.styled(failure_sentence("search"), "$text-error"))
+            if isinstance(self.app, EventsApp):  # the detail: in the events pane only
+                self.app.notify(failure_sentence("search"), title="error", severity="error", detail=out.error)
             return
         assert out.result is not None
         self.hits = list(out.result.hits)
