@@ -52,9 +52,13 @@ _KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "sig", "login", "auth", "
 
 def needs_redaction(text: str) -> bool:
     """False only for text that the redaction rules provably leave as it is (a few
-    plain words, no key word), so that storing it need not load the ~160 rules
+    plain words, no key word, no user rule installed), so that storing it need not load the ~160 rules
     (≈20 ms of a CLI start); anything else goes through `memlens.core.redact.engine`."""
     if _PLAIN.fullmatch(text) is None:
+        return True
+    from memlens.core.redact.user_rules import active  # light: loads no built-in rule
+
+    if active():  # a [[redact.rules]] pattern may match plain words
         return True
     low = text.lower()
     return any(k in low for k in _KEY_WORDS)
