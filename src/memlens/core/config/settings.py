@@ -51,13 +51,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlens.core.redact.user_rules import UserRule
     from memlens.core.config.sections import ChunkerSettings as ChunkerSettings
     from memlens.core.config.sections import EmbedderSettings as EmbedderSettings
     from memlens.core.config.sections import LimitsSettings as LimitsSettings
     from memlens.core.config.sections import ProjectionSettings as ProjectionSettings
     from memlens.core.config.sections import RetentionSettings as RetentionSettings
     from memlens.core.config.sections import WatchSettings as WatchSettings
+    from memlens.core.redact.user_rules import UserRule
 
 # tomllib is imported when a config file is read and platformdirs when a default path is
 # needed: a command given --db and no config file pays for neither (benchmarks/cli_startup.py).
