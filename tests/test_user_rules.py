@@ -227,3 +227,13 @@ def test_sonar_end_to_end(tmp_path: Path) -> None:
     assert _holds(db, SONAR) == []
     s = run_cli("search", "sonar", "--db", str(db), "--config", str(cfg), "--json", env=env)
     assert "[REDACTED:sonar-token]" in s.stdout and SONAR not in s.stdout
+
+
+def test_file_names_follow_the_installed_rules() -> None:
+    from memlens.core.ingest.names import stored_folder
+
+    assert stored_folder("acme123456/notes") == "acme123456/notes"  # remembered without a rule
+    user_rules.install(_rules({"name": "acme", "pattern": "acme[0-9]{6}"}))
+    assert stored_folder("acme123456/notes") == "[REDACTED:acme]/notes"
+    user_rules.install(())
+    assert stored_folder("acme123456/notes") == "acme123456/notes"
