@@ -237,3 +237,34 @@ def test_file_names_follow_the_installed_rules() -> None:
     assert stored_folder("acme123456/notes") == "[REDACTED:acme]/notes"
     user_rules.install(())
     assert stored_folder("acme123456/notes") == "acme123456/notes"
+
+
+def test_watcher_flow_applies_the_rule(tmp_path: Path) -> None:
+    """What the watcher does on a change (ingest of the changed path, then after_change),
+    with a service whose settings carry the rule: stored and projected redacted."""
+    from memlens.core.embedders.registry import make_embedder
+    from memlens.core.service import MemoryService
+    from memlens.core.types import FileChange
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'db = "{tmp_path / "w.db"}"\n\n{RULE}', encoding="utf-8")
+    mem = tmp_path / "proj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "a.md").write_text("# a\n\nnothing here\n", encoding="utf-8")
+    svc = MemoryService(load_settings(cfg, env={}), embedder=make_embedder("hashing", {"dim": 64}),
+                        install_key=b"k" * 32)
+    try:
+        roots = svc.resolve_roots([mem])
+        svc.ingest(roots, project=False)
+        (mem / "n.md").write_text(NOTE, encoding="utf-8")
+        changes: list[FileChange] = []
+        svc.ingest(roots, project=False, on_change=changes.append,
+                   only_paths={roots[0].path: {"n.md"}})
+        assert svc.after_change(changes) is not None
+        hits = svc.search("sonar", mode="lexical").hits
+        assert hits and all(SONAR not in h.snippet for h in hits)
+        doc = svc.locate(None, "n.md")
+        assert doc is not None and "sonar [REDACTED:sonar-token]" in (doc.content or "")
+    finally:
+        svc.close()
+    assert _holds(tmp_path / "w.db", SONAR) == []
