@@ -11,6 +11,7 @@ owns the ``search_history`` table.
 from __future__ import annotations
 
 import re
+import sys
 
 import apsw
 
@@ -56,9 +57,11 @@ def needs_redaction(text: str) -> bool:
     (≈20 ms of a CLI start); anything else goes through `memlens.core.redact.engine`."""
     if _PLAIN.fullmatch(text) is None:
         return True
-    from memlens.core.redact.user_rules import active  # light: loads no built-in rule
-
-    if active():  # a [[redact.rules]] pattern may match plain words
+    # A [[redact.rules]] pattern may match plain words. Rules are installed only through
+    # that module, so when it was never imported (the one-shot search runs without a config
+    # file) none are: no import here.
+    user_rules = sys.modules.get("memlens.core.redact.user_rules")
+    if user_rules is not None and user_rules.active():
         return True
     low = text.lower()
     return any(k in low for k in _KEY_WORDS)
