@@ -133,7 +133,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     (["history", "a.md", "--nope", "1"],
      "memlens history: no such option '--nope' (see `memlens history --help`)"),
     (["serch", "x"], "memlens: no command 'serch'; the commands are ingest, project, search,"
-     " docs, history, chunks, rechunk, doctor, config, watch, bench, mcp, tui, purge"
+     " docs, history, chunks, rechunk, doctor, config, watch, bench, mcp, tui, purge, redact"
      " (see `memlens --help`)"),
 ])
 def test_argument_errors_are_one_line_naming_the_command(

@@ -32,7 +32,7 @@ MARKER = re.compile(r"<!-- shape: (?P<name>[a-z-]+)(?P<attrs>[^\n]*?)\s*-->\s*\n
                     re.S)
 # The commands of `memlens --help`; each one whose --help offers --json needs a shape.
 COMMANDS = ("ingest", "project", "search", "docs", "history", "chunks", "rechunk", "doctor",
-            "config", "watch", "bench", "mcp", "tui", "purge")
+            "config", "watch", "bench", "mcp", "tui", "purge", "redact")
 
 
 @dataclass
@@ -217,9 +217,15 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     run("chunks", "chunks", str(target), "--json")
     run("doctor", "doctor", "--db", db, "--json")
     cfg = tmp / "config.toml"
-    cfg.write_text('[embedder]\nname = "hashing"\ndim = 64\n', encoding="utf-8")
+    cfg.write_text('[embedder]\nname = "hashing"\ndim = 64\n\n[[redact.rules]]\nname = "sonar-token"\n'
+                   'pattern = "[0-9A-Za-z]{40}"\nkeywords = ["sonar"]\nmin_entropy = 3.0\n',
+                   encoding="utf-8")
     run("config", "config", "--db", db, "--json")
     run("config", "config", "--db", db, "--config", str(cfg), "--json")
+    note = tmp / "sonar.md"
+    note.write_text("# n\nsonar 12345678ABCDEFH1234567890ABCDEFH12345678\n", encoding="utf-8")
+    run("redact", "redact", "--check", str(note), "--config", str(cfg), "--json", code=1)
+    run("redact", "redact", "--check", str(target), "--json")
     run("bench", "bench", "--corpus", str(corpus), "--queries", str(CORPUS / "queries.jsonl"),
         "--strategies", "whole", "--modes", "lexical", "--embedder", "hashing", "--json")
     out["watch"] = _watch_lines(tmp, full_env)

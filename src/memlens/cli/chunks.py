@@ -37,7 +37,7 @@ def cmd_chunks(args: Args) -> int:
         raise CliError(str(exc)) from None
     cfg = chunker_config(args, settings.chunker_dict())
     try:
-        res, redacted = chunk_file(p, cfg, raw=args.raw)
+        res, redacted = chunk_file(p, cfg, raw=args.raw, settings=settings)
     except SourceError as exc:
         raise CliError(f"{p}: {exc}", EXIT_FAIL) from None
     if args.json:

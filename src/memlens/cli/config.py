@@ -44,6 +44,11 @@ def cmd_config(args: Args) -> int:
             print(f"  {k} = {v['value']!r}   ({v['source']})")
         for k, v in data["embedder_options"].items():
             print(f"  embedder.{k} = {v!r}   (file)")
+        for r in data["redact_rules"]:
+            extra = "".join([f", keywords {r['keywords']!r}" if r["keywords"] else "",
+                             f", min_entropy {r['min_entropy']}" if r["min_entropy"] is not None
+                             else ""])
+            print(f"  redact rule {r['name']} = {r['pattern']!r}{extra}   (file)")
         for c in data["chunker_choices"]:
             cfg = c["config"]
             print(f"  chunker for {c['target']} = {cfg['strategy']}/{cfg['max_tokens']}/"

@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "serve memory to MCP clients (Claude Code…) over stdio",
     "tui": "open the terminal UI (the default command)",
     "purge": "re-redact everything stored with the current rules; leave no trace",
+    "redact": "show what redaction would replace in a file",
 }
 """Command name -> its one-line help; the command is ``memlens.cli.<name>.command``
 (``tests/test_cli_click.py`` checks the help here is the command's own ``short_help``)."""

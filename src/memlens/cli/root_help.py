@@ -33,6 +33,7 @@ Commands:
   mcp      serve memory to MCP clients (Claude Code…) over stdio
   tui      open the terminal UI (the default command)
   purge    re-redact everything stored with the current rules; leave no trace
+  redact   show what redaction would replace in a file
 
   Run `memlens COMMAND --help` for the options of a command.
 """

@@ -33,6 +33,9 @@ class ServiceBase:
                  clock: Clock | None = None, embedder: Embedder | None = None,
                  install_key: bytes | None = None, create: bool = True) -> None:
         self.settings = settings or load_settings()
+        from memlens.core.redact.user_rules import install
+
+        install(self.settings.redact_rules)  # every redaction of this process applies them
         self.create = create  # False: a missing database is an error, not created
         self.db_path = Path(db_path) if db_path else self.settings.db_path
         self.clock: Clock = clock or time.time  # seconds since the epoch

@@ -35,10 +35,18 @@ from memlens.core.search import history as search_history
 from memlens.core.search import rows as search_rows
 from memlens.core.store import db as dbm
 from memlens.core.store.db import explain_storage_error
-from memlens.core.types import DocumentSummary, FilterIndex, IngestOutcome, PurgeOutcome, RechunkOutcome
+from memlens.core.types import (
+    DocumentSummary,
+    FilterIndex,
+    IngestOutcome,
+    PurgeOutcome,
+    RechunkOutcome,
+    RedactionFinding,
+)
 
 if TYPE_CHECKING:
     from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
+    from memlens.core.config.settings import Settings
     from memlens.core.projection import reports as proj
     from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.preview import QueryEffect
@@ -51,14 +59,39 @@ if TYPE_CHECKING:
 from memlens.core.runtime import Clock
 
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
-           "explain_storage_error", "RechunkOutcome", "chunk_file", "load_settings"]
+           "explain_storage_error", "RechunkOutcome", "check_redaction", "chunk_file", "load_settings"]
 
 
-def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple[ChunkResult, int]:
+def check_redaction(text: str, settings: Settings | None = None) -> tuple[RedactionFinding, ...]:
+    """What redaction would replace in ``text`` (``memlens redact --check``): the
+    built-in rules and the ``[[redact.rules]]`` of ``settings`` (default: the rules the
+    service installed), each finding with its line, kind, source and a masked value."""
+    from memlens.core.redact import user_rules
+    from memlens.core.redact.engine import KINDS, redact
+
+    rules = user_rules.active() if settings is None else settings.redact_rules
+    with user_rules.using(rules):
+        found = redact(text).findings
+    user = {r.name for r in rules}
+    out: list[RedactionFinding] = []
+    for f in found:
+        value = text[f.start:f.end]
+        line_start = text.rfind("\n", 0, f.start) + 1
+        keep = min(4, len(value) // 4)
+        out.append(RedactionFinding(
+            line=text.count("\n", 0, f.start) + 1, column=f.start - line_start + 1,
+            kind=f.kind, source="user" if f.kind in user and f.kind not in KINDS else "built-in",
+            masked=value[:keep] + "…", length=len(value)))
+    return tuple(out)
+
+
+def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False,
+               settings: Settings | None = None) -> tuple[ChunkResult, int]:
     """Chunk one Markdown file without storing anything (``memlens chunks``).
 
     The text is redacted first, exactly as ingest does, so the chunks are the ones
-    that would be stored; ``raw`` skips redaction (to see the original).
+    that would be stored (with the ``[[redact.rules]]`` of ``settings``, default the
+    installed ones); ``raw`` skips redaction (to see the original).
 
     Returns:
         The chunks and the number of secrets redacted (0 with ``raw``).
@@ -73,7 +106,11 @@ def chunk_file(path: Path, config: ChunkerConfig, *, raw: bool = False) -> tuple
     text = decode_markdown(data)
     found = 0
     if not raw:
-        red = redact(text)
+        from memlens.core.redact import user_rules
+
+        rules = user_rules.active() if settings is None else settings.redact_rules
+        with user_rules.using(rules):
+            red = redact(text)
         text, found = red.text, len(red.findings)
     return chunk_markdown(text, config, path=path.name), found
 
@@ -263,6 +300,11 @@ class MemoryService(ServiceFlows):
             raise LookupError(f"repository {name!r} is ambiguous: it may be {', '.join(found)}; "
                               "give more of the name")
         raise LookupError(f"no repository {name!r}; known: {', '.join(known) or 'none yet'}")
+
+    def check_redaction(self, text: str) -> tuple[RedactionFinding, ...]:
+        """What redaction would replace in ``text`` with this service's settings (the
+        built-in rules and its ``[[redact.rules]]``); see :func:`check_redaction`."""
+        return check_redaction(text, self.settings)
 
     def purge(self) -> PurgeOutcome:
         """Redact everything stored again with the current rules, then leave no byte behind.

@@ -156,8 +156,8 @@ __all__ = [
     "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
-    "RechunkOutcome", "RetentionSettings", "Revision", "RevisionChange", "RevisionChunker",
-    "STRATEGIES", "revision_changes",
+    "RechunkOutcome", "RedactionFinding", "RetentionSettings", "Revision", "RevisionChange",
+    "RevisionChunker", "STRATEGIES", "revision_changes",
     "SearchError", "SearchHit", "SearchResult", "SearchSettings", "Settings", "SourceError", "Stats",
     "StoredChunkerConfig",
     "UsageError", "VectorReport", "WatchSettings",
@@ -273,6 +273,24 @@ class IngestOutcome:
             out["vectors"] = {"embedded": vec.embedded, "written": vec.written,
                               "waiting": vec.waiting, "error": vec.error}
         return out
+
+
+@dataclass(frozen=True)
+class RedactionFinding:
+    """One secret :meth:`MemoryService.check_redaction` would redact (``memlens redact
+    --check``); the secret itself is never kept, only a masked form."""
+
+    line: int  # 1-based line of its first character
+    column: int  # 1-based column of its first character
+    kind: str  # the marker kind: ``[REDACTED:<kind>]``
+    source: str  # "built-in" or "user" (a ``[[redact.rules]]`` rule of the config file)
+    masked: str  # its first characters (at most 4, at most a quarter of it) and "…"
+    length: int  # its length in characters
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``memlens redact --check --json`` shape of one finding."""
+        return {"line": self.line, "column": self.column, "kind": self.kind,
+                "source": self.source, "masked": self.masked, "length": self.length}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,12 @@ Example file::
     [limits]
     max_file_bytes = 8388608  # a larger file fails alone with one line
     max_chunks_per_file = 5000
+
+    [[redact.rules]]          # a secret format the built-in rules do not know
+    name = "sonar-token"      # the marker: [REDACTED:sonar-token]
+    pattern = "[0-9A-Za-z]{40}"
+    keywords = ["sonar"]      # optional: one must be on the match's line, within 80 chars
+    # min_entropy = 3.0       # optional: bits per character of the secret
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
     from memlens.core.config.sections import ProjectionSettings as ProjectionSettings
     from memlens.core.config.sections import RetentionSettings as RetentionSettings
     from memlens.core.config.sections import WatchSettings as WatchSettings
+    from memlens.core.redact.user_rules import UserRule
 
 # tomllib is imported when a config file is read and platformdirs when a default path is
 # needed: a command given --db and no config file pays for neither (benchmarks/cli_startup.py).
@@ -195,6 +202,7 @@ class Settings:
     origins: dict[str, str]
     embedder_options: dict[str, Any] = field(default_factory=dict)
     config_path: Path | None = None
+    redact_rules: tuple[UserRule, ...] = ()  # [[redact.rules]] (memlens.core.redact.user_rules)
 
     @property
     def db_path(self) -> Path:
@@ -311,6 +319,7 @@ class Settings:
                 k: ("***" if "key" in k.lower() else v)
                 for k, v in sorted(self.embedder_options.items())
             },
+            "redact_rules": [r.as_json() for r in self.redact_rules],
         }
         out["settings"]["db"]["value"] = str(self.db_path)
         return out
@@ -405,8 +414,47 @@ def _parse_env(key: str, raw: str, var: str | None = None) -> Any:
     return raw
 
 
+def _redact_rules(path: Path, text: str, section: Any) -> tuple[UserRule, ...]:
+    """The ``[[redact.rules]]`` of one config file; a bad rule is one line naming the file,
+    the line of its ``[[redact.rules]]`` header and the rule."""
+    import re
+
+    from memlens.core.redact.user_rules import UserRuleError, parse_rule
+
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: `redact` must be a table")
+    for key in section:
+        if key != "rules":
+            raise ConfigError(f"{path}: unknown setting `redact.{key}` (valid: redact.rules)")
+    raw = section.get("rules", [])
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: `redact.rules` must be an array of tables ([[redact.rules]])")
+    heads = [i for i, line in enumerate(text.splitlines(), 1)
+             if re.match(r"\s*\[\[\s*redact\s*\.\s*rules\s*\]\]", line)]
+    builtin: frozenset[str] = frozenset()
+    if raw:
+        from memlens.core.redact.engine import KINDS
+
+        builtin = KINDS
+    rules: list[UserRule] = []
+    for i, entry in enumerate(raw):
+        line = heads[i] if i < len(heads) else _line_of(text, "redact.rules")
+        name = entry.get("name") if isinstance(entry, dict) else None
+        label = f"rule {name!r}" if isinstance(name, str) else f"rule #{i + 1}"
+        try:
+            rule = parse_rule(entry, builtin)
+        except UserRuleError as exc:
+            at = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{at}: [[redact.rules]] {label}: {exc}") from None
+        if any(r.name == rule.name for r in rules):
+            at = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{at}: [[redact.rules]] {label}: the name is used twice")
+        rules.append(rule)
+    return tuple(rules)
+
+
 def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str],
-                emb_opts: dict[str, Any]) -> None:
+                emb_opts: dict[str, Any]) -> tuple[UserRule, ...]:
     """Read one TOML config file into ``values`` (and embedder options), naming the
     file and line of any bad key."""
     import tomllib
@@ -421,6 +469,7 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str],
         line = _line_of(text, key)
         return f"{path}:{line}" if line else str(path)
 
+    rules = _redact_rules(path, text, data.pop("redact")) if "redact" in data else ()
     flat: list[tuple[str, Any]] = []
     for top, val in data.items():
         if isinstance(val, dict):
@@ -437,6 +486,7 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str],
             raise ConfigError(f"{where(key)}: unknown setting `{key}`")
         values[key] = _coerce(key, v, where(key))
         origins[key] = f"file {path}"
+    return rules
 
 
 def _apply_overrides(overrides: Mapping[str, Any], values: dict[str, Any],
@@ -483,9 +533,10 @@ def load_settings(
     origins = {k: "default" for k in _SCHEMA}
     emb_opts: dict[str, Any] = {}
     used_path: Path | None = None
+    rules: tuple[UserRule, ...] = ()
     if path.is_file():
         used_path = path
-        _apply_file(path, values, origins, emb_opts)
+        rules = _apply_file(path, values, origins, emb_opts)
     for var, key in _ENV.items():
         if var in env and env[var] != "":
             values[key] = _parse_env(key, env[var], var)
@@ -498,7 +549,7 @@ def load_settings(
             f"`chunker.overlap_tokens` ({over}, {origins['chunker.overlap_tokens']}) must be"
             f" smaller than `chunker.max_tokens` ({most}, {origins['chunker.max_tokens']})")
     return Settings(values=values, origins=origins, embedder_options=emb_opts,
-                    config_path=used_path)
+                    config_path=used_path, redact_rules=rules)
 
 
 _SECTIONS = frozenset({"ChunkerSettings", "EmbedderSettings", "LimitsSettings",

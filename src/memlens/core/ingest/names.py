@@ -24,23 +24,28 @@ import hmac
 import re
 from functools import lru_cache
 
+from memlens.core.redact.user_rules import UserRule, active, using
+
 TAG_HEX = 10
 _TAGGED = re.compile(r"~[0-9a-f]{10}(?=\.[A-Za-z0-9]{1,8}$|$)")  # TAG_HEX digits
 
 
 @lru_cache(maxsize=65536)
-def _component(part: str) -> str:
-    """``redact_path`` of one path component, remembered: folder names repeat in every
-    path under them, and a watcher rescans the same names again and again."""
+def _component(part: str, rules: tuple[UserRule, ...]) -> str:
+    """``redact_path`` of one path component with the user ``rules`` installed,
+    remembered: folder names repeat in every path under them, and a watcher rescans the
+    same names again and again."""
     from memlens.core.redact.engine import redact_path  # the rules load on first use only
 
-    return redact_path(part)
+    with using(rules):
+        return redact_path(part)
 
 
 def _redacted(rel: str) -> str:
     """``redact_path(rel)`` (which works one component at a time), component by
     component through the cache."""
-    return "/".join(_component(p) for p in rel.split("/"))
+    rules = active()
+    return "/".join(_component(p, rules) for p in rel.split("/"))
 
 
 def stored_folder(rel: str) -> str:

@@ -88,6 +88,8 @@ typeform-token       ``tfp_`` + 59
 yandex-token         Yandex Cloud IAM token ``t1.<...>.<86>``
 azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
                      ``Q~``, then 31-34 characters
+<user rule name>     a match of a user rule (``[[redact.rules]]`` in the config
+                     file; `memlens.core.redact.user_rules`)
 random-token         fallback: a standalone 32+ character token mixing upper,
                      lower case and digits, entropy >= 4 (not hex: git SHAs kept);
                      24-31 characters with stricter tests (identifiers such as
@@ -182,6 +184,7 @@ from memlens.core.redact.rules import (
 )
 from memlens.core.redact.rules_tokens import _TOKEN_RULES, _scan_tokens
 from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _scan_random
+from memlens.core.redact.user_rules import scan as _scan_user_rules
 
 __all__ = [
     "KINDS",
@@ -295,6 +298,7 @@ def _scan_line_local(text: str, fast: str, out: list[_Candidate]) -> list[tuple[
     # bytes.lower() folds ASCII letters only (fast, and one character per character).
     low = fast.encode("latin-1").lower().decode("latin-1")
     _scan_folded(text, low, markers, out, hexes)
+    _scan_user_rules(text, out)  # [[redact.rules]] of the config file (user_rules.install)
     return markers
 
 

@@ -11,6 +11,7 @@ owns the ``search_history`` table.
 from __future__ import annotations
 
 import re
+import sys
 
 import apsw
 
@@ -52,9 +53,15 @@ _KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "sig", "login", "auth", "
 
 def needs_redaction(text: str) -> bool:
     """False only for text that the redaction rules provably leave as it is (a few
-    plain words, no key word), so that storing it need not load the ~160 rules
+    plain words, no key word, no user rule installed), so that storing it need not load the ~160 rules
     (≈20 ms of a CLI start); anything else goes through `memlens.core.redact.engine`."""
     if _PLAIN.fullmatch(text) is None:
+        return True
+    # A [[redact.rules]] pattern may match plain words. Rules are installed only through
+    # that module, so when it was never imported (the one-shot search runs without a config
+    # file) none are: no import here.
+    user_rules = sys.modules.get("memlens.core.redact.user_rules")
+    if user_rules is not None and user_rules.active():
         return True
     low = text.lower()
     return any(k in low for k in _KEY_WORDS)
