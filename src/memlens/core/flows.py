@@ -171,9 +171,9 @@ class ServiceFlows(ServiceReads):
 
     def vectors_waiting(self) -> int:
         """Live documents whose vectors are still being computed (searchable lexically)."""
-        from memlens.core.projection import vectors as proj
+        from memlens.core.projection.changes import vectors_waiting
 
-        return proj.vectors_waiting(self.conn())
+        return vectors_waiting(self.conn())
 
     def rechunk(self, doc_ids: Sequence[int] | None, config: ChunkerConfig) -> list[int]:
         """Write rechunk revisions (all live documents when ``doc_ids`` is None) — the
@@ -269,17 +269,11 @@ class ServiceFlows(ServiceReads):
                          cancelled: Cancelled | None) -> ProjectionReport:
         """Stage 2 (and stage 1 of whatever was queued meanwhile): the vectors of every
         waiting document in short slices, a :class:`VectorSlice` after each."""
-        left: tuple[int, ...] = ()
-        total = 0
-        waiting = progress is not None and self.vectors_waiting() > 0
-        if waiting:
-            rows = self.conn().execute(
-                "SELECT id, COALESCE(vector_total, 0) - COALESCE(vector_done, 0)"
-                " FROM memory_documents WHERE tombstoned_at IS NULL"
-                " AND COALESCE(vector_done, 0) < COALESCE(vector_total, 0) ORDER BY id")
-            left_total = [(int(i), int(n)) for i, n in rows]
-            left = tuple(i for i, _ in left_total)
-            total = sum(n for _, n in left_total)
+        from memlens.core.projection.changes import vectors_left
+
+        waiting = vectors_left(self.conn()) if progress is not None else []
+        left = tuple(i for i, _ in waiting)
+        total = sum(n for _, n in waiting)
 
         def on_slice(v: VectorReport) -> None:
             _emit(progress, VectorSlice(left, v.written, v.cached, total))

@@ -270,7 +270,7 @@ class ServiceReads(ServiceBase):
         """Counts for a status bar: documents, chunks, queue, embedder."""
         from memlens.core.details import Stats
         from memlens.core.projection import queue as proj
-        from memlens.core.projection.vectors import vectors_waiting
+        from memlens.core.projection.changes import vectors_waiting
 
         conn = self.conn()
         docs = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents WHERE tombstoned_at"

@@ -53,6 +53,14 @@ def vectors_waiting(conn: apsw.Connection) -> int:
     return int(row[0]) if row is not None else 0
 
 
+def vectors_left(conn: apsw.Connection) -> list[tuple[int, int]]:
+    """(document id, vectors still to write) of every document :func:`vectors_waiting`
+    counts, by id (the same partial index)."""
+    return [(int(i), int(n)) for i, n in conn.execute(
+        "SELECT id, vector_total - vector_done FROM memory_documents"
+        " WHERE vector_done < vector_total AND tombstoned_at IS NULL ORDER BY id")]
+
+
 def encode(values: Iterable[object], n: int) -> tuple[Any, dict[str, int]]:
     """Dictionary-encode ``n`` values (``None`` as ``""``): int32 codes and the code
     of each distinct value."""

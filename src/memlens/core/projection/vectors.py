@@ -14,7 +14,7 @@ import apsw
 
 from memlens.core import faults
 from memlens.core.projection import cache as ecache
-from memlens.core.projection import changes as node_changes
+from memlens.core.projection.changes import vectors_waiting
 from memlens.core.projection.queue import backoff_seconds, describe_error
 from memlens.core.projection.reports import VectorReport
 from memlens.core.store.db import read_txn, rows, scalar, vec_table_name, write_txn
@@ -230,8 +230,3 @@ def _embed_texts(conn: apsw.Connection, nodes: list[dict[str, Any]], embedder: E
         for key, vec in zip(todo, arr, strict=True):
             found[key] = vec.tobytes()
     return [found[n["embed_key"]] for n in nodes], len(todo), len(nodes) - len(todo)
-
-
-def vectors_waiting(conn: apsw.Connection) -> int:
-    """Live documents whose vectors are not all written yet."""
-    return node_changes.vectors_waiting(conn)
