@@ -199,11 +199,13 @@ class FlowProgress:
 
     def _ingested(self, report: IngestReport) -> None:
         """The ingest's summary, its unreadable files and its errors (five at most)."""
-        n = report.counts()
+        # Counted from the changes' kinds (typed attributes, not a dict of counts).
+        kinds = [c.kind for c in report.changes]
         failed = self.failed
         self.post(JobFinished(
-            "ingest", f"{self.read} files: {n['created']} new, {n['updated']} updated, "
-            f"{n['deleted']} deleted, {len(failed)} failed", ok=not failed))
+            "ingest", f"{self.read} files: {kinds.count('create')} new, "
+            f"{kinds.count('update')} updated, {kinds.count('delete')} deleted, "
+            f"{len(failed)} failed", ok=not failed))
         if self.unreadable:
             self.post(FilesUnreadable(self.unreadable))
         if failed:
