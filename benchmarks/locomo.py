@@ -394,8 +394,13 @@ def cached_database(corpus: Corpus, data_dir: Path, *, embedder: str = "minilm",
 
 def hit_notes(svc: MemoryService, query: str, mode: str, k: int = CUTOFF) -> list[str]:
     """The note (file stem) of each hit of ``svc.search(query, mode=mode, k=k)``, in order."""
+    return _search(svc, query, mode, k)[0]
+
+
+def _search(svc: MemoryService, query: str, mode: str, k: int) -> tuple[list[str], str | None]:
     res = svc.search(query, mode=mode, k=k)
-    return [Path(h.path).stem for h in res.hits]
+    method = res.fusion.get("method") if res.fusion else None
+    return [Path(h.path).stem for h in res.hits], None if method is None else str(method)
 
 
 def evaluate(target: MemoryService | Path, questions: Sequence[Question], mode: str = "hybrid",
@@ -408,7 +413,8 @@ def evaluate(target: MemoryService | Path, questions: Sequence[Question], mode: 
     same database, sharing the first one's embedder. ``k`` hits are asked of each search.
 
     Returns:
-        ``mode``, ``fusion`` (``None`` = the configured default), ``n``, ``as_returned``
+        ``mode``, ``fusion`` (``None`` = the configured default), ``fusion_used`` (the
+        method each search reports, with its count of questions), ``n``, ``as_returned``
         and ``collapsed`` (each ``all`` and ``by_category``: ``n``, ``recall@1/3/5/10``,
         ``mrr``), ``wall_seconds``, ``cpu_seconds``, and with ``per_question`` the
         ``questions`` (id, category, truth, hits, both views' scores).
@@ -425,10 +431,12 @@ def evaluate(target: MemoryService | Path, questions: Sequence[Question], mode: 
     else:
         own = svc = open_service(Path(target), embedder=embedder, fusion=fusion, overrides=overrides)
     per: list[dict[str, Any]] = []
+    used: dict[str | None, int] = {}  # fusion method the search reports -> questions
     try:
         w0, c0 = time.perf_counter(), time.process_time()
         for q in questions:
-            hits = hit_notes(svc, q.question, mode, k)
+            hits, method = _search(svc, q.question, mode, k)
+            used[method] = used.get(method, 0) + 1
             per.append({"id": q.id, "category": q.category, "truth": list(q.truth), "hits": hits,
                         "as_returned": score_hits(hits, q.truth),
                         "collapsed": score_hits(collapse(hits), q.truth)})
@@ -437,6 +445,7 @@ def evaluate(target: MemoryService | Path, questions: Sequence[Question], mode: 
         if own is not None:
             own.close()
     out: dict[str, Any] = {"mode": mode, "fusion": fusion if mode == "hybrid" else None,
+                           "fusion_used": {str(m): n for m, n in used.items()},
                            "n": len(per), "as_returned": aggregate(per, "as_returned"),
                            "collapsed": aggregate(per, "collapsed"),
                            "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2)}
