@@ -192,6 +192,8 @@ def test_end_to_end_through_the_service(tmp_path: Path) -> None:
     assert facts["documents"] == 3 and not facts["cached"]
     again, facts2 = L.cached_database(corpus, data)
     assert again == db and facts2["cached"]
+    # built under a name of its own, then renamed: nothing else is left in the cache
+    assert sorted(p.name for p in db.parent.iterdir()) == sorted([db.name, db.with_suffix(".json").name])
     qs = [q for q in corpus.questions if q.id in ("locomo_0_qa0", "locomo_1_qa0")]
     svc = L.open_service(db)
     try:
