@@ -21,6 +21,7 @@ gitlab-token         ``glpat-``, the other ``gl*-`` GitLab token prefixes, and
 slack-token          ``xoxb-`` ``xoxp-`` ``xoxa-`` ``xoxr-`` ``xoxs-`` ``xoxe-`` ``xapp-``
 slack-webhook        the secret path of a ``hooks.slack.com`` webhook URL
 discord-webhook      the id/token path of a Discord webhook URL
+teams-webhook        the path of a Microsoft Teams ``webhook.office.com`` webhook URL
 anthropic-key        ``sk-ant-...`` (API, admin and Claude Code OAuth tokens)
 openai-key           ``sk-...``, ``sk-proj-...``, ``sk-svcacct-...``
 stripe-key           ``sk_live_`` ``rk_live_`` ``sk_test_`` ``rk_test_`` ``whsec_``
@@ -83,7 +84,7 @@ settlemint-token     ``sm_aat_`` ``sm_pat_`` ``sm_sat_`` + 16
 sonarqube-token      ``squ_`` ``sqp_`` ``sqa_`` + 40
 square-token         Square OAuth secret ``sq0csp-`` + 43
 telegram-bot-token   Telegram bot token ``<5-16 digits>:A`` + 34
-terraform-token      Terraform Cloud ``<14>.atlasv1.<60-70>`` (from ``atlasv1.`` on)
+terraform-token      Terraform Cloud ``<14>.atlasv1.<60-70>``
 typeform-token       ``tfp_`` + 59
 yandex-token         Yandex Cloud IAM token ``t1.<...>.<86>``
 azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,

@@ -89,6 +89,16 @@ SAAS_RULES: tuple[_TokenRule, ...] = (
         not_after=None,
         group="s",
     ),
+    # Microsoft Teams incoming webhook: the path after ``webhookb2/`` (two GUIDs joined
+    # by ``@``, ``IncomingWebhook/``, 32 characters, a GUID); the tenant host stays.
+    _rule(
+        "teams-webhook",
+        r"webhook\.office\.com/",
+        r"webhookb2/(?P<s>[A-Za-z0-9\-]{36}@[A-Za-z0-9\-]{36}/IncomingWebhook/[A-Za-z0-9]{32}"
+        r"/[A-Za-z0-9\-]{36})(?![A-Za-z0-9\-])",
+        not_after=None,
+        group="s",
+    ),
     _rule(
         "anthropic-key",
         "sk-ant-",
