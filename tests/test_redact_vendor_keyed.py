@@ -45,6 +45,11 @@ INSTAMOJO128 = _draw(ALNUM, 127) + "9"
 PLIVO_ID = _draw(string.ascii_uppercase, 20)
 PLIVO_TOKEN = _draw(ALNUM, 39) + "1"
 PARSEHUB = _draw(string.ascii_letters, 6) + _draw(string.digits, 2) + _draw(ALNUM, 4)
+# Values shaped like the public samples (runs such as ``123456``, which the generic checks
+# read as documentation fakes): only the vendor's key and exact shape find them.
+INSTAMOJO_DOC = "Ab12345678" + _draw(ALNUM, 50)
+PARSEHUB_DOC = "tK8123456mQx"
+PLIVO_DOC = "MA" + _draw(string.ascii_uppercase, 18)
 PG_PASSWORD = ".kR#=-;|4wP!z^7("  # punctuation-heavy, in the postgres detector's format
 
 CASES = [
@@ -75,11 +80,14 @@ CASES = [
     ("instamojo-key", f"instamojo '{INSTAMOJO40}'", INSTAMOJO40),
     ("instamojo-secret", f"instamojo '{INSTAMOJO128}'", INSTAMOJO128),
     ("instamojo-60", f"INSTAMOJO_AUTH_TOKEN={INSTAMOJO60}", INSTAMOJO60),
+    ("instamojo-doc-shape", f"instamojo '{INSTAMOJO_DOC}'", INSTAMOJO_DOC),
     # trufflehog plivo format: "plivo token - '<20 upper-case>'" and "- '<40>'"
     ("plivo-id", f"plivo token - '{PLIVO_ID}'", PLIVO_ID),
     ("plivo-token", f"plivo token - '{PLIVO_TOKEN}'", PLIVO_TOKEN),
     # trufflehog parsehub format: "parsehub token = '<12 letters and digits>'"
     ("parsehub", f"parsehub token = '{PARSEHUB}'", PARSEHUB),
+    ("parsehub-doc-shape", f"parsehub token = '{PARSEHUB_DOC}'", PARSEHUB_DOC),
+    ("plivo-auth-id", f"PLIVO_AUTH_ID={PLIVO_DOC}", PLIVO_DOC),
     # trufflehog postgres format: a libpq key='value' part and a URI, punctuation-heavy
     ("postgres-kv", f"postgres host=db user=app password='{PG_PASSWORD}'", PG_PASSWORD),
     ("postgres-uri", f"postgres://app:{PG_PASSWORD}@db.internal:5432/main", PG_PASSWORD),

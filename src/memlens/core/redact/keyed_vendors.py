@@ -13,8 +13,8 @@ placeholder (``xxxx``, ``0000000``, ``EXAMPLE``, a run of one character) is kept
 
 The shapes are those of gitleaks' rules (``cmd/generate/config/rules/*.go``, MIT)
 and trufflehog's detectors (``pkg/detectors/*``, AGPL-3.0: formats only, no code or
-test strings taken): Snyk (``snyk`` + a UUID), Sonar (``sonar`` + 40, optionally
-``squ_``/``sqp_``/``sqa_``), Discord (``discord`` + 64 hex, 32 characters, or an
+test strings taken): Snyk (a ``snyk`` key or token name + a UUID), Sonar (a
+``sonar`` login or token name + 40, optionally ``squ_``/``sqp_``/``sqa_``), Discord (``discord`` + 64 hex, 32 characters, or an
 18-digit client id), Sidekiq (``BUNDLE_ENTERPRISE__CONTRIBSYS__COM`` /
 ``BUNDLE_GEMS__CONTRIBSYS__COM`` + ``hex8:hex8``), Instamojo (``instamojo`` + 40,
 60 or 128 letters and digits), Plivo (``plivo`` + 20 capitals and digits, or 40), ParseHub
@@ -40,17 +40,21 @@ def _shape(body: str, word: str = _W) -> re.Pattern[str]:
     return re.compile(rf"(?<![{word}])(?:{body})(?![{word}])")
 
 
-# (keyword, lowercased; the value's shape as a whole word; the marker kind)
-_VENDORS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("snyk", _shape(_UUID), "secret"),
-    ("sonar", _shape(r"(?:sq[upa]_)?[A-Za-z0-9_\-]{39}[A-Za-z0-9_=\-]"), "sonarqube-token"),
-    ("discord", _shape(r"[0-9a-f]{64}|[A-Za-z0-9_=\-]{32}|[0-9]{18}"), "secret"),
-    ("contribsys__com", _shape(r"[0-9a-f]{8}:[0-9a-f]{8}", _W + ":"), "secret"),
-    ("instamojo", _shape(r"[A-Za-z0-9]{128}|[A-Za-z0-9]{60}|[A-Za-z0-9]{40}"), "secret"),
-    ("plivo", _shape(r"[A-Z0-9]{20}|[A-Za-z0-9_\-]{40}"), "secret"),
-    ("parsehub", _shape(r"[A-Za-z0-9]{12}"), "secret"),
+# (keyword, lowercased; what must follow it in the key, or None; the value's shape as a
+# whole word; the marker kind). Snyk and Sonar need a token key as in gitleaks' rules:
+# ``snyk org id <uuid>`` or ``SonarQube ... commit <40 hex>`` name no secret.
+_VENDORS: tuple[tuple[str, re.Pattern[str] | None, re.Pattern[str], str], ...] = (
+    ("snyk", re.compile(r"[_.\- ]?(?:(?:api|oauth|auth)[_.\- ]?)?(?:key|token)"), _shape(_UUID),
+     "secret"),
+    ("sonar", re.compile(r"(?:qube|cloud)?[_.\- ]?(?:login|token)"),
+     _shape(r"(?:sq[upa]_)?[A-Za-z0-9_\-]{39}[A-Za-z0-9_=\-]"), "sonarqube-token"),
+    ("discord", None, _shape(r"[0-9a-f]{64}|[A-Za-z0-9_=\-]{32}|[0-9]{18}"), "secret"),
+    ("contribsys__com", None, _shape(r"[0-9a-f]{8}:[0-9a-f]{8}", _W + ":"), "secret"),
+    ("instamojo", None, _shape(r"[A-Za-z0-9]{128}|[A-Za-z0-9]{60}|[A-Za-z0-9]{40}"), "secret"),
+    ("plivo", None, _shape(r"[A-Z0-9]{20}|[A-Za-z0-9_\-]{40}"), "secret"),
+    ("parsehub", None, _shape(r"[A-Za-z0-9]{12}"), "secret"),
 )
-VENDOR_KEYWORDS: tuple[str, ...] = tuple(k for k, _, _ in _VENDORS)
+VENDOR_KEYWORDS: tuple[str, ...] = tuple(k for k, _, _, _ in _VENDORS)
 _PRIO_VENDOR_KEYED = _PRIO_GENERIC + 1
 _DIGIT = re.compile(r"[0-9]")
 _LONGEST = 140  # the longest shape and its prefix: a search never runs further
@@ -78,10 +82,16 @@ def _window_end(low: str, start: int) -> int:
 def scan_vendor_keyed(text: str, low: str, out: list[_Candidate]) -> None:
     """Append a candidate for each vendor-shaped value after its vendor's keyword
     (``low`` = ``text`` lowercased, same offsets)."""
-    for keyword, shape, kind in _VENDORS:
+    for keyword, key_tail, shape, kind in _VENDORS:
         pos = low.find(keyword)
         while pos >= 0:
             start = pos + len(keyword)
+            tail = key_tail.match(low, start) if key_tail is not None else None
+            if key_tail is not None and tail is None:
+                pos = low.find(keyword, start)
+                continue
+            if tail is not None:
+                start = tail.end()
             end = _window_end(low, start)
             stop = min(len(text), end + _LONGEST)
             m = shape.search(text, start, stop)
