@@ -184,7 +184,7 @@ from memlens.core.redact.rules import (
     marker,
 )
 from memlens.core.redact.rules_tokens import _TOKEN_RULES, _scan_tokens
-from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _scan_random
+from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _scan_random, scan_repeats
 from memlens.core.redact.user_rules import scan as _scan_user_rules
 
 __all__ = [
@@ -311,7 +311,10 @@ def _detect(text: str) -> list[Finding]:
     _scan_pem(fast, candidates)
     if not candidates:
         return []
-    return _merge(_subtract_markers(candidates, markers))
+    found = _merge(_subtract_markers(candidates, markers))
+    before = len(candidates)
+    scan_repeats(text, [(f.start, f.end, f.kind) for f in found], candidates)
+    return _merge(_subtract_markers(candidates, markers)) if len(candidates) > before else found
 
 
 # Unicode normalisation ---------------------------------------------------------
@@ -474,7 +477,10 @@ def _detect_again(out: str) -> list[Finding]:
     _scan_pem(out, candidates)
     if not candidates:
         return []
-    return _merge(_subtract_markers(candidates, markers))
+    found = _merge(_subtract_markers(candidates, markers))
+    before = len(candidates)
+    scan_repeats(out, [(f.start, f.end, f.kind) for f in found], candidates)
+    return _merge(_subtract_markers(candidates, markers)) if len(candidates) > before else found
 
 
 def _render(text: str, findings: Sequence[Finding]) -> tuple[str, list[tuple[int, int]]]:

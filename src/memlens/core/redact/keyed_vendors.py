@@ -14,10 +14,10 @@ placeholder (``xxxx``, ``0000000``, ``EXAMPLE``, a run of one character) is kept
 The shapes are those of gitleaks' rules (``cmd/generate/config/rules/*.go``, MIT)
 and trufflehog's detectors (``pkg/detectors/*``, AGPL-3.0: formats only, no code or
 test strings taken): Snyk (a ``snyk`` key or token name + a UUID), Sonar (a
-``sonar`` login or token name + 40, optionally ``squ_``/``sqp_``/``sqa_``), Discord (``discord`` + 64 hex, 32 characters, or an
-18-digit client id), Sidekiq (``BUNDLE_ENTERPRISE__CONTRIBSYS__COM`` /
-``BUNDLE_GEMS__CONTRIBSYS__COM`` + ``hex8:hex8``), Instamojo (``instamojo`` + 40,
-60 or 128 letters and digits), Plivo (``plivo`` + 20 capitals and digits, or 40), ParseHub
+``sonar`` login or token name + 40, optionally ``squ_``/``sqp_``/``sqa_``), Discord
+(``discord`` + 64 hex, 32 characters, or an 18-digit client id), Sidekiq
+(``BUNDLE_ENTERPRISE__CONTRIBSYS__COM`` / ``BUNDLE_GEMS__CONTRIBSYS__COM`` + ``hex8:hex8``),
+Instamojo (``instamojo`` + 40, 60 or 128 letters and digits), Plivo (``plivo`` + 20 capitals and digits, or 40), ParseHub
 (``parsehub`` + 12 letters and digits).
 """
 
