@@ -131,3 +131,49 @@ def test_context_stays(text: str, kept: str) -> None:
 ])
 def test_look_alikes_are_kept(text: str) -> None:
     assert redact(text).text == text
+
+
+# -- prefixed formats alone in prose (issue 44 item 3), shapes of gitleaks' rules (MIT) --------
+
+_LD = string.ascii_lowercase + string.digits
+SENDGRID_WIDE = "SG.q=" + _draw(_LD, 30) + "=" + _draw(_LD + "-_", 32) + "q"  # 66 after SG.
+VAULT_LOWER = "s." + "".join(_RNG.sample(string.ascii_lowercase, 12) + _RNG.sample(string.digits, 8)
+                             + _RNG.sample(string.ascii_lowercase, 4))
+SLACK_SHORT = "xoxr-" + _draw(string.ascii_letters, 9) + _draw(string.digits, 9)
+SLACK_APP = "xoxa-3-" + "qWmZkTvR"
+SLACK_BOT_IDS = "xoxb-5207319264081-0649135728406"
+REPEATED = "k3j9x2m7" + _draw(_LD, 8)  # 16: too short for the random-token fallback
+
+PROSE = [
+    ("sendgrid-wide", f"the new one is {SENDGRID_WIDE} and it works.", SENDGRID_WIDE),
+    ("vault-legacy-lower", f"the new one is {VAULT_LOWER} and it works.", VAULT_LOWER),
+    ("slack-legacy-short", f"the new one is {SLACK_SHORT} and it works.", SLACK_SHORT),
+    ("slack-app-short", f"the new one is {SLACK_APP} and it works.", SLACK_APP),
+    ("slack-bot-two-ids", f"the new one is {SLACK_BOT_IDS} and it works.", SLACK_BOT_IDS),
+    # the same secret again: trufflehog's "keyword token = 'X' | 'X'" format, and a value
+    # pasted again without its key on a later line
+    ("repeat-after-pipe", f"weatherbit token = '{REPEATED}' | '{REPEATED}'", REPEATED),
+    ("repeat-next-line", f"api_token = {REPEATED}\nused it: {REPEATED}\n", REPEATED),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), PROSE, ids=[c[0] for c in PROSE])
+def test_prefixed_in_prose_and_repeats(name: str, text: str, secret: str) -> None:
+    out = redact(text).text
+    assert secret not in out and "[REDACTED:" in out, (name, out)
+
+
+@pytest.mark.parametrize("text", [
+    "xoxb-1234567890-1234567890",  # a 123456... run, twice the same id
+    "see s.thisisaverylongdomain1 for details",  # no digits run of a token
+    "xoxr-abcdefgh and xoxa-12345678",  # a run, digits only
+    # a repeat is a whole token: a longer word holding the value stays
+    "port = 8080, see 8080abcdef",
+])
+def test_prefixed_look_alikes_kept(text: str) -> None:
+    assert redact(text).text == text
+
+
+def test_a_repeat_is_replaced_as_a_whole_token_only() -> None:
+    out = redact("password=hunter2x9\nlater: hunter2x9 and hunter2x9abc").text
+    assert out == "password=[REDACTED:password]\nlater: [REDACTED:password] and hunter2x9abc"

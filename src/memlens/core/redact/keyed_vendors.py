@@ -15,7 +15,7 @@ The shapes are those of gitleaks' rules (``cmd/generate/config/rules/*.go``, MIT
 and trufflehog's detectors (``pkg/detectors/*``, AGPL-3.0: formats only, no code or
 test strings taken): Snyk (a ``snyk`` key or token name + a UUID), Sonar (a
 ``sonar`` login or token name + 40, optionally ``squ_``/``sqp_``/``sqa_``), Discord
-(``discord`` + 64 hex, 32 characters, or an 18-digit client id), Sidekiq
+(``discord`` + 64 hex or 32 characters), Sidekiq
 (``BUNDLE_ENTERPRISE__CONTRIBSYS__COM`` / ``BUNDLE_GEMS__CONTRIBSYS__COM`` + ``hex8:hex8``),
 Instamojo (``instamojo`` + 40, 60 or 128 letters and digits), Plivo (``plivo`` + 20 capitals and digits, or 40), ParseHub
 (``parsehub`` + 12 letters and digits).
@@ -48,7 +48,9 @@ _VENDORS: tuple[tuple[str, re.Pattern[str] | None, re.Pattern[str], str], ...] =
      "secret"),
     ("sonar", re.compile(r"(?:qube|cloud)?[_.\- ]?(?:login|token)"),
      _shape(r"(?:sq[upa]_)?[A-Za-z0-9_\-]{39}[A-Za-z0-9_=\-]"), "sonarqube-token"),
-    ("discord", None, _shape(r"[0-9a-f]{64}|[A-Za-z0-9_=\-]{32}|[0-9]{18}"), "secret"),
+    # not the 18-digit client id gitleaks also reports: a Discord server id in a badge URL
+    # (``img.shields.io/discord/<18 digits>``) is public
+    ("discord", None, _shape(r"[0-9a-f]{64}|[A-Za-z0-9_=\-]{32}"), "secret"),
     ("contribsys__com", None, _shape(r"[0-9a-f]{8}:[0-9a-f]{8}", _W + ":"), "secret"),
     ("instamojo", None, _shape(r"[A-Za-z0-9]{128}|[A-Za-z0-9]{60}|[A-Za-z0-9]{40}"), "secret"),
     ("plivo", None, _shape(r"[A-Z0-9]{20}|[A-Za-z0-9_\-]{40}"), "secret"),
