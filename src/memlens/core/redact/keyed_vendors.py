@@ -17,8 +17,8 @@ test strings taken): Snyk (a ``snyk`` key or token name + a UUID), Sonar (a
 ``sonar`` login or token name + 40, optionally ``squ_``/``sqp_``/``sqa_``), Discord
 (``discord`` + 64 hex or 32 characters), Sidekiq
 (``BUNDLE_ENTERPRISE__CONTRIBSYS__COM`` / ``BUNDLE_GEMS__CONTRIBSYS__COM`` + ``hex8:hex8``),
-Instamojo (``instamojo`` + 40, 60 or 128 letters and digits), Plivo (``plivo`` + 20 capitals and digits, or 40), ParseHub
-(``parsehub`` + 12 letters and digits).
+Instamojo (``instamojo`` + 40, 60 or 128 letters and digits), Plivo (``plivo`` + 20
+capitals and digits, or 40), ParseHub (``parsehub`` + 12 letters and digits).
 """
 
 from __future__ import annotations
