@@ -173,3 +173,46 @@ def test_an_older_built_in_rule_set_is_followed(tmp_path: Path) -> None:
         conn.close()
     assert run_cli("purge", "--db", str(db), env=env).returncode == 0
     assert _mark(db) == fingerprint.current()
+
+
+def test_a_reader_elsewhere_leaves_a_purge_to_do(tmp_path: Path) -> None:
+    """Another connection reading an old snapshot keeps the WAL: the ingest says so
+    (run purge later), and the purge then leaves no byte."""
+    from memlens.core.config.settings import load_settings
+    from memlens.core.embedders.registry import make_embedder
+    from memlens.core.service import MemoryService
+
+    mem, rule_cfg, db, _ = _setup(tmp_path)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(f'db = "{db}"\n', encoding="utf-8")
+    ruled = tmp_path / "ruled.toml"
+    ruled.write_text(f'db = "{db}"\n\n{rule_cfg.read_text(encoding="utf-8")}', encoding="utf-8")
+
+    def service(cfg: Path) -> MemoryService:
+        return MemoryService(load_settings(cfg, env={}),
+                             embedder=make_embedder("hashing", {"dim": 64}), install_key=b"k" * 32)
+
+    svc = service(plain)
+    try:
+        svc.ingest(svc.resolve_roots([mem]))
+    finally:
+        svc.close()
+    reader = dbm.connect(db, readonly=True, migrate=False)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT COUNT(*) FROM memory_documents").fetchone()[0] == 2
+        svc = service(ruled)
+        try:
+            out = svc.ingest(svc.resolve_roots([mem]))
+            assert any("run `memlens purge`" in w for w in out.report.warnings), out.report.warnings
+        finally:
+            svc.close()
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    svc = service(ruled)
+    try:
+        assert svc.purge().wal_truncated
+    finally:
+        svc.close()
+    assert _holds(db, TOKEN) == []

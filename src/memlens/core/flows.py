@@ -89,11 +89,14 @@ class ServiceFlows(ServiceReads):
         cfg = self.chunker_config()
         key = self.install_key()
         report = IngestReport()
-        redone = self._follow_rule_change()
+        redone, wiped = self._follow_rule_change()
         if redone:
             report.warnings.append(
                 f"the redaction rules changed: {redone} stored document(s) redacted again"
-                " and their old text wiped from the database; every file is read again")
+                + (" and their old text wiped from the database" if wiped else
+                   "; another process still reads the database, so its old text may stay in"
+                   " free pages or the WAL: run `memlens purge` when it is closed")
+                + "; every file is read again")
         limits = self.settings.limits  # [limits], where MEMLENS_MAX_* overrides
         for root in roots:
             sel = only_paths.get(root.path) if only_paths is not None else None
@@ -141,32 +144,39 @@ class ServiceFlows(ServiceReads):
                 changed.append(d)
         return len(ids), changed, revisions, chunks
 
-    def _follow_rule_change(self) -> int:
+    def _follow_rule_change(self) -> tuple[int, bool]:
         """When the redaction rules differ from those the database was last redacted with
         (:mod:`memlens.core.redact.fingerprint`, kept in ``meta``): redact everything
         stored again, wipe the old text (FTS merge, checkpoint, VACUUM with
         ``secure_delete``), mark every live file to be read again by this and later scans
         (their unchanged mtime and size are not trusted), then record the new fingerprint.
         An interrupted pass runs again next time (the fingerprint is recorded last).
-        Returns how many documents changed (0 when the rules did not change)."""
+        Returns how many documents changed (0 when the rules did not change) and whether
+        the old text was wiped (False while another process keeps the WAL or a lock)."""
+        import apsw
+
         from memlens.core.projection.changes import redaction_mark, set_redaction_mark
         from memlens.core.redact.fingerprint import current
 
         conn = self._writable()
         fp = current()
         if redaction_mark(conn) == fp:
-            return 0
+            return 0, True
         from memlens.core.projection.swap import optimize_fts
         from memlens.core.store import db as dbm
         from memlens.core.store.purge import mark_for_reread
 
         _, changed, _, _ = self._reredact_stored()
         mark_for_reread(conn)
+        wiped = True
         if changed:
             optimize_fts(conn)
-            dbm.secure_vacuum(conn)
+            try:
+                wiped = dbm.secure_vacuum(conn)
+            except (apsw.BusyError, apsw.LockedError):
+                wiped = False  # a reader or writer elsewhere: purge later compacts
         set_redaction_mark(conn, fp)
-        return len(changed)
+        return len(changed), wiped
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
         from memlens.core.store.records import apply_retention
