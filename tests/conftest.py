@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -32,6 +33,24 @@ else:
     _pts.SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[assignment,method-assign]
 
 CORPUS = REPO / "corpus"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """Import ``benchmarks/<name>.py`` by its path, without putting ``benchmarks/`` on
+    ``sys.path``: that folder holds ``static_model.py``, which would hide the installed
+    ``static_model`` package (tokenlearn-static-model) from every test module collected
+    after it (issue 42: the model2vec tests skipped in the full run)."""
+    import importlib.util
+
+    key = f"memlens_benchmark_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, REPO / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
 
 # Tests never touch the user's real config, key or database.
 os.environ.setdefault("MEMLENS_CONFIG", str(REPO / "tests" / "data" / "no-config.toml"))
