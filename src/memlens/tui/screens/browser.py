@@ -73,9 +73,15 @@ def clamp_tree_width(width: int, screen_width: int) -> int:
     return max(TREE_MIN, min(width, screen_width - DETAIL_MIN - 1))
 
 
+STACKED_TREE_FLOOR = 6
+"""The stacked tree pane's fewest rows: the filter line, the tree's border (2) and three
+rows of documents (``<`` once shrank it to the border alone)."""
+
+
 def clamp_tree_rows(rows: int, main_height: int) -> int:
-    """A stacked tree height that leaves the detail pane at least 8 rows."""
-    return max(3, min(rows, main_height - 9))
+    """A stacked tree height that leaves the detail pane at least 8 rows, and the tree
+    at least :data:`STACKED_TREE_FLOOR`."""
+    return max(STACKED_TREE_FLOOR, min(rows, main_height - 9))
 
 
 class BrowserScreen(Screen[None]):
