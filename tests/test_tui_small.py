@@ -55,3 +55,44 @@ async def _tree_floor(tmp_path: Path, clock: Any, make_service: Callable[..., An
         tree = app.doc_tree
         assert tree.content_region.height >= 3, tree.content_region
         assert app.screen.region.contains_region(tree.content_region)  # on screen
+
+
+def _projection(app: MemlensApp) -> tuple[str, bool]:
+    """The Projection tab's text, and whether its retry button is offered."""
+    from textual.widgets import Button, Static
+    panel = app.browser.query_one("#projection")
+    text = str(panel.query_one("#projection-text", Static).render())
+    return text, panel.query_one("#retry", Button).display
+
+
+def test_projection_tab_of_a_file_that_failed_to_ingest_offers_no_retry(
+        tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    asyncio.run(_no_retry(tmp_path, clock, make_service))
+
+
+async def _no_retry(tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    from tests.test_tui_unreadable import BAD_BYTES, _rows, _wait, _watching
+    async with _watching(tmp_path, clock, make_service, (80, 24)) as (app, pilot, roots):
+        assert app.detail is not None
+        doc = app.detail.document
+        shown = app.current_doc_id
+        assert shown is not None
+        memory = next(r.path for r in roots if r.repository == doc.repository)
+        (memory / doc.path).write_bytes(BAD_BYTES)  # stored before: its projection is ready
+        (memory / "aaa_bad.md").write_bytes(BAD_BYTES)  # never stored
+        tree = app.doc_tree
+        summary = tree.summary(shown)
+        assert summary is not None
+        assert await _wait(pilot, lambda: tree.status_of(summary) == "failed")
+        await pilot.press("3")
+        await settle(pilot)
+        text, offered = _projection(app)
+        assert "ready" in text and "projection failed" not in text
+        assert "could not be read" in text and "not valid UTF-8" in text
+        assert not offered  # the projection is ready: nothing to retry
+        assert await _wait(pilot, lambda: "aaa_bad.md" in _rows(tree))
+        tree.move_to(_rows(tree)["aaa_bad.md"])
+        await settle(pilot)
+        text, offered = _projection(app)
+        assert "not ingested" in text and "nothing of this file is stored" in text.lower()
+        assert not offered

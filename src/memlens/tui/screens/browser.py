@@ -453,7 +453,12 @@ class BrowserScreen(Screen[None]):
         if d is None:
             panel.show(None, [], self.memlens.clock(), "-")
             return
-        panel.show(d.document, d.history, d.now, self.display_status(d))
+        s = self.doc_tree.summary(d.doc_id) or d.summary
+        why = self.doc_tree.unreadable_reason(s) if s is not None else None
+        status = self.display_status(d)
+        if why is not None and status == "failed":  # the tree's mark for the file, not
+            status = d.document.projection.status  # the projection's own state
+        panel.show(d.document, d.history, d.now, status, unreadable=why)
 
     def render_detail(self, d: DetailView) -> None:
         """Every pane for one document."""
@@ -480,6 +485,7 @@ class BrowserScreen(Screen[None]):
         """A file that could not be read and was never stored: its path and the reason."""
         self.show_empty("nothing of this file is stored; fix it and save it (the watcher "
                         "reads it again), or run `memlens ingest`")
+        self.query_one("#projection", ProjectionPanel).show_not_stored(s.error if s else None)
         if s is None:
             return
         title = self.query_one("#doc-title", Static)
