@@ -96,3 +96,36 @@ async def _no_retry(tmp_path: Path, clock: Any, make_service: Callable[..., Any]
         text, offered = _projection(app)
         assert "not ingested" in text and "nothing of this file is stored" in text.lower()
         assert not offered
+
+
+def test_n_after_opening_a_hit_goes_to_the_hit_chunk_first(
+        tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    asyncio.run(_n_from_hit(tmp_path, clock, make_service))
+
+
+async def _n_from_hit(tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    from memlens.tui.widgets.chunk_view import ChunkView
+    projects = copy_corpus(tmp_path / "projects")
+    memory = sorted(projects.rglob("memory"))[0]
+    filler = " ".join(f"word{i}" for i in range(400))
+    sections = ["# Aardvark notes\n\nOne mention of the quetzal up here.\n\n" + filler]
+    sections += [f"## Part {i}\n\n{filler}\n" for i in range(1, 4)]
+    sections.append("## Quetzal\n\nquetzal quetzal quetzal: the quetzal section.\n")
+    (memory / "aardvark.md").write_text("\n\n".join(sections), encoding="utf-8")
+    svc = make_service()
+    app = MemlensApp(svc, clock=clock, roots=svc.resolve_roots([projects]), watch=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        hits = svc.search("quetzal", mode="lexical").hits
+        hit = next(h for h in hits if h.path == "aardvark.md" and h.ordinal > 0)
+        app.search_state.query = "quetzal"
+        app._open_hit(hit)
+        await settle(pilot)
+        view = app.query_one("#chunks", ChunkView)
+        assert view.selected_chunk is not None and view.selected_chunk.ordinal == hit.ordinal
+        above = [ln for ln in view.match_lines if view._lines[ln].chunk < view.hit]
+        assert above, "the word also occurs above the hit chunk"
+        await pilot.press("n")
+        line = view.match_lines[view._match_at]
+        assert view._lines[line].chunk >= view.hit  # not the word above the hit
+        assert view.selected_chunk.ordinal == hit.ordinal
