@@ -129,3 +129,59 @@ async def _n_from_hit(tmp_path: Path, clock: Any, make_service: Callable[..., An
         line = view.match_lines[view._match_at]
         assert view._lines[line].chunk >= view.hit  # not the word above the hit
         assert view.selected_chunk.ordinal == hit.ordinal
+
+
+def _long_note(memory: Path) -> None:
+    filler = " ".join(f"word{i}" for i in range(400))
+    sections = ["# Aardvark notes\n\nOne mention of the quetzal up here.\n\n" + filler]
+    sections += [f"## Part {i}\n\n{filler}\n" for i in range(1, 4)]
+    sections.append("## Quetzal\n\nquetzal quetzal quetzal: the quetzal section.\n")
+    (memory / "aardvark.md").write_text("\n\n".join(sections), encoding="utf-8")
+
+
+def test_chunk_at_cell_picks_the_chunk_drawn_there() -> None:
+    from memlens.core.chunking.chunker import chunk_markdown
+    from memlens.tui.widgets.file_map import chunk_at_cell, map_cells
+    text = "\n\n".join(f"## Part {i}\n\n" + "word " * 300 for i in range(6))
+    chunks = chunk_markdown(text).chunks
+    assert len(chunks) >= 4
+    width = 60
+    assert chunk_at_cell(chunks, len(text), width, 0) == 0
+    assert chunk_at_cell(chunks, len(text), width, width - 1) == len(chunks) - 1
+    for x in range(width):  # the chunk a click picks is the one drawn selected there
+        i = chunk_at_cell(chunks, len(text), width, x)
+        assert i is not None
+        assert map_cells(chunks, len(text), width, selected=i)[x] == "selected"
+    assert chunk_at_cell([], 0, width, 3) is None
+    assert chunk_at_cell(chunks, len(text), width, width) is None
+
+
+def test_clicking_the_chunk_map_jumps_to_that_chunk(
+        tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    asyncio.run(_map_click(tmp_path, clock, make_service))
+
+
+async def _map_click(tmp_path: Path, clock: Any, make_service: Callable[..., Any]) -> None:
+    from memlens.tui.widgets.chunk_view import ChunkView
+    from memlens.tui.widgets.file_map import FileMap
+    projects = copy_corpus(tmp_path / "projects")
+    _long_note(sorted(projects.rglob("memory"))[0])
+    svc = make_service()
+    app = MemlensApp(svc, clock=clock, roots=svc.resolve_roots([projects]), watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        doc = next(d for d in svc.list_documents() if d.path == "aardvark.md")
+        app.open_document(doc.id)
+        await settle(pilot)
+        view = app.query_one("#chunks", ChunkView)
+        fmap = app.query_one("#file-map", FileMap)
+        assert len(view.chunks) >= 4 and view.selected == 0
+        width = fmap.size.width
+        await pilot.click("#file-map", offset=(width - 1, 0))
+        await settle(pilot)
+        last = view.chunks[view.selected]  # a chunk drawn in the last cell
+        assert last.end_char > (width - 1) * fmap.total // width
+        assert view.selected > len(view.chunks) // 2 and fmap.selected == view.selected
+        await pilot.click("#file-map", offset=(width // 2, 0))
+        await settle(pilot)
+        assert 0 < view.selected < len(view.chunks) - 1

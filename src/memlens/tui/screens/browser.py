@@ -504,6 +504,11 @@ class BrowserScreen(Screen[None]):
         self.query_one("#timeline", TimelineView).set_history([], None, None)
         self.render_projection(None)
 
+    @on(FileMap.ChunkClicked)
+    def _map_clicked(self, message: FileMap.ChunkClicked) -> None:
+        self.chunk_view.select(message.index)
+        self.chunk_view.focus()
+
     @on(ChunkView.ChunkSelected)
     def _chunk_selected(self, message: ChunkView.ChunkSelected) -> None:
         self.query_one("#file-map", FileMap).select(message.index)
