@@ -112,8 +112,8 @@ class EventsApp(App[None]):
                 self.report_problem(message.problem_key, message.error, title="watcher")
             else:
                 self.notify(message.error, title="watcher", severity="warning")
-        if not message.last or message.last == self._last_watch_event:
-            return
+        if not message.last or message.last == self._last_watch_event or message.seen:
+            return  # "reading x.md" is for the status bar; its change gets the line
         self._last_watch_event = message.last
         if message.error:
             return

@@ -273,6 +273,8 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         last = f"{ev.change_kind or 'change'} {ev.path}"
     elif ev.kind == "projection" and ev.path:
         last = f"{ev.result or 'projected'} {ev.path}"
+    elif ev.kind == "seen" and ev.path:
+        last = f"reading {ev.path}"
     file = None
     if ev.kind == "change" and ev.repository and ev.path:
         reason = (ev.error or ev.message) if ev.change_kind == "failed" else None
@@ -281,4 +283,6 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
     return WatchStatus(
         state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
         queue=queue, error=_watch_problem(ev), file=file,
-        problem_key=key, fixed=fixed, changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])
+        problem_key=key, fixed=fixed,
+        seen=(ev.repository, ev.path) if ev.kind == "seen" and ev.repository and ev.path
+        else None, changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])

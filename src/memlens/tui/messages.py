@@ -210,6 +210,8 @@ class WatchStatus(Message):
     problem_key: tuple[str, str, str] | None = None
     #: Problems this event shows are fixed (the file was read, the projection is ready).
     fixed: tuple[tuple[str, str, str], ...] = ()
+    #: A file the watcher saw and will read (repository, path): listed at once (``⟳``).
+    seen: tuple[str, str] | None = None
 
 
 @dataclass

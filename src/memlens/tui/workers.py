@@ -107,6 +107,10 @@ class AppWorkers(EventsApp):
     def _watched_file(self, message: WatchStatus) -> None:
         if message.file is not None:
             self._mark_files([message.file])
+        if message.seen is not None:  # a ⟳ row at once for a new file (until it is stored)
+            if self.doc_tree.mark_incoming(*message.seen):
+                self.load_documents(self.filter_text, keep=self.current_doc_id)
+            self._watch_for_gone_files()
 
     @on(RetryDone)
     def _retry_fixed(self, message: RetryDone) -> None:
@@ -120,14 +124,19 @@ class AppWorkers(EventsApp):
         tree = self.doc_tree
         reload = False
         for repo, path, why in files:
+            reload = tree.mark_incoming(repo, path, False) or reload  # read (or not)
             reload = tree.mark_unreadable(repo, path, why) or reload
             if why is None:  # read fine, or gone: no longer a problem
                 self.clear_problem(("file", repo, path))
         if reload:
             self.load_documents(self.filter_text, keep=self.current_doc_id)
-        if self._gone_timer is None and any(why for _, _, why in files):
-            # Deleting a file that was never stored changes nothing in the database, so
-            # the watcher reports nothing: look for the marked files every few seconds.
+        if any(why for _, _, why in files):
+            self._watch_for_gone_files()
+
+    def _watch_for_gone_files(self) -> None:
+        # Deleting a file that was never stored changes nothing in the database, so
+        # the watcher reports nothing: look for the listed files every few seconds.
+        if self._gone_timer is None:
             self._gone_timer = self.set_interval(GONE_CHECK_SECONDS, self._forget_gone_files)
 
     def _forget_gone_files(self) -> None:
@@ -314,7 +323,7 @@ class AppWorkers(EventsApp):
             from memlens.watch.watcher import Watcher  # loads the ingest path: not at start-up
 
             watcher = Watcher(svc, self.roots or None, scan_paths=self.scan_paths,
-                              on_event=on_event)
+                              on_event=on_event, announce=True)
             self._watcher = watcher
             try:
                 watcher.run(self._watch_stop)

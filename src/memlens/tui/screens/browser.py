@@ -482,17 +482,22 @@ class BrowserScreen(Screen[None]):
         self.render_projection(d)
 
     def show_unreadable(self, s: DocumentSummary | None) -> None:
-        """A file that could not be read and was never stored: its path and the reason."""
-        self.show_empty("nothing of this file is stored; fix it and save it (the watcher "
-                        "reads it again), or run `memlens ingest`")
-        self.query_one("#projection", ProjectionPanel).show_not_stored(s.error if s else None)
+        """A file with no stored document: one that could not be read (its path and the
+        reason), or one the watcher saw and is reading (``processing``)."""
+        reading = s is not None and s.status == "processing"
+        self.show_empty("the watcher saw this file and is reading it; it is shown once "
+                        "stored" if reading else "nothing of this file is stored; fix it "
+                        "and save it (the watcher reads it again), or run `memlens ingest`")
+        self.query_one("#projection", ProjectionPanel).show_not_stored(
+            s.error if s else None, reading=reading)
         if s is None:
             return
         title = self.query_one("#doc-title", Static)
         repo, path = fit_path(s.repository, s.path, title.content_region.width or self.size.width)
         title.update(Content.assemble(
             (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
-            (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
+            (f"{glyph('processing')} being read (not stored yet)", "$text-muted") if reading
+            else (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
 
     def show_empty(self, note: str) -> None:
         """No document shown: the note instead of a title, empty panes."""

@@ -152,10 +152,15 @@ class ProjectionPanel(VerticalScroll):
         text.update(content)
         button.disabled = doc.tombstoned or status == "processing"
 
-    def show_not_stored(self, reason: str | None) -> None:
-        """A file that could not be read and was never stored: nothing to project, so
-        no retry button."""
+    def show_not_stored(self, reason: str | None, *, reading: bool = False) -> None:
+        """A file that could not be read and was never stored (or, ``reading``, one the
+        watcher is reading now): nothing to project, so no retry button."""
         self.query_one("#retry", Button).display = False
+        if reading:
+            self.query_one("#projection-text", Static).update(Content.styled(
+                f"{glyph('processing')} the watcher is reading this file; its projection "
+                "starts once it is stored", "$text-muted"))
+            return
         self.query_one("#projection-text", Static).update(Content.assemble(
             (f"{glyph('failed')} not ingested: {reason or 'the file could not be read'}",
              "$text-error"), "\n\n",
