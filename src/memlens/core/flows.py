@@ -76,9 +76,11 @@ class ServiceFlows(ServiceReads):
     # -- steps --------------------------------------------------------------------
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
                on_change: Callable[[FileChange], None] | None = None,
-               only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
+               only_paths: dict[Path, set[str]] | None = None,
+               verify_content: bool = False) -> IngestOutcome:
         """Ingest memory roots durably, then (unless deferred) project pending work
-        (:meth:`project`).
+        (:meth:`project`). ``verify_content`` reads files whose size and mtime match
+        too and compares their hash (the watcher's periodic reconcile).
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
@@ -104,7 +106,8 @@ class ServiceFlows(ServiceReads):
                 continue
             part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
                                max_bytes=limits.max_file_bytes,
-                               max_chunks=limits.max_chunks_per_file, on_change=on_change)
+                               max_chunks=limits.max_chunks_per_file, on_change=on_change,
+                               verify_content=verify_content)
             report.changes.extend(part.changes)
             report.warnings.extend(part.warnings)
             if part.stopped:
