@@ -139,8 +139,10 @@ async def _probe_tui(db: Path, n_queries: int) -> dict[str, Any]:
 
 def _child(args: list[str]) -> dict[str, Any]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
-                          text=True, env=env)
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"probe {args[0]} failed:\n{done.stderr.strip()}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
