@@ -236,7 +236,7 @@ def test_upgrade_from_v8(tmp_path: Path, make_service: Any) -> None:
     raw.close()
     svc = make_service(db=db)
     conn = svc.conn()
-    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION
+    assert dbm.user_version(conn) == dbm.SCHEMA_VERSION == 9
     per_doc = {str(p): (int(n), int(t), int(d)) for p, n, t, d in conn.execute(
         "SELECT d.logical_path, (SELECT COUNT(*) FROM knowledge_nodes k WHERE"
         " k.document_id=d.id), d.vector_total, d.vector_done FROM memory_documents d")}

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from memlens.core.embedders.registry import make_embedder
 from memlens.core.ingest.sources import roots_for_path
-from memlens.core.projection import spaces
 from memlens.core.search import engine as search_mod
 from memlens.core.search import vector_matrix as vm
 from memlens.core.service import MemoryService
@@ -46,11 +45,9 @@ def _space(svc: MemoryService) -> str:
 
 def _sql_knn(conn: Any, space: str, q: Any, k: int, repository: str | None = None,
              doc_type: str | None = None) -> list[tuple[int, float]]:
-    element = spaces.space_element(conn, space)  # an int8 space is asked in int8 codes
     sql = (f"SELECT node_id, distance FROM {dbm.vec_table_name(space)}"
-           f" WHERE embedding MATCH {spaces.vector_param(element)} AND k=?")
-    params: list[Any] = [spaces.stored_blob(np.asarray(q, dtype=np.float32), element,
-                                            len(q)), k]
+           " WHERE embedding MATCH ? AND k=?")
+    params: list[Any] = [np.asarray(q, dtype=np.float32).tobytes(), k]
     if repository:
         sql += " AND repository=?"
         params.append(repository)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from memlens.core.projection.spaces import as_float32
 from memlens.core.store.db import vec_table_name
 
 if TYPE_CHECKING:
@@ -35,8 +34,7 @@ _LOOKUP_SLICE = 5000
 
 def cached_vectors(conn: apsw.Connection, keys: Sequence[str], fingerprint: str,
                    space: str | None) -> dict[str, bytes]:
-    """Cached vectors by embed key (one statement per slice of keys): float32 bytes, or
-    int8 codes where the space stores int8 (:mod:`memlens.core.projection.spaces`)."""
+    """Cached float32 vectors by embed key (one statement per slice of keys)."""
     if space is None:
         return {}
     vt = vec_table_name(space)
@@ -66,9 +64,8 @@ def embed_chunks(conn: apsw.Connection, chunks: list[dict[str, Any]], embedder: 
     found = cached_vectors(conn, sorted({c["embed_key"] for c in chunks}), fingerprint, space)
     for i, c in enumerate(chunks):
         blob = found.get(c["embed_key"])
-        got = as_float32(blob, embedder.dim) if blob is not None else None
-        if got is not None:
-            vecs[i] = got
+        if blob is not None and len(blob) == 4 * embedder.dim:
+            vecs[i] = np.frombuffer(blob, dtype=np.float32)
             cached += 1
         else:
             missing.append(i)

@@ -32,13 +32,7 @@ from memlens.core import faults
 from memlens.core.projection import cache as ecache
 from memlens.core.projection.queue import describe_error, record_failure
 from memlens.core.projection.reports import ProjectionOutcome
-from memlens.core.projection.spaces import (
-    as_float32,
-    ensure_vector_space,
-    space_element,
-    stored_blob,
-    vector_param,
-)
+from memlens.core.projection.spaces import ensure_vector_space
 from memlens.core.redact.engine import redact_path
 from memlens.core.store.db import pack_text, row, rows, vec_table_name, write_txn
 from memlens.core.store.records import get_document, prune_unused_chunks, set_revision_embedder
@@ -165,9 +159,6 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
     made: list[tuple[str, int]] = []
     path = redact_path(doc["logical_path"])  # a token used as a file name is not indexed
     done = 0
-    element = space_element(conn, space) if space else "float32"
-    insert_vec = (f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
-                  f" doc_type) VALUES (?,{vector_param(element)},?,?)")
     for c, blob in zip(chunks, blobs, strict=True):
         conn.execute(
             "INSERT INTO knowledge_nodes(document_id, revision_id, ordinal, repository,"
@@ -178,7 +169,10 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
         node_id = conn.last_insert_rowid()
         faults.checkpoint("projection.node")
         if blob is not None:
-            conn.execute(insert_vec, (node_id, blob, doc["repository"], doc["doc_type"] or ""))
+            conn.execute(
+                f"INSERT INTO {vec_table_name(space or '')}(node_id, embedding, repository,"
+                " doc_type) VALUES (?,?,?,?)",
+                (node_id, blob, doc["repository"], doc["doc_type"] or ""))
             made.append((c["embed_key"], node_id))
             done += 1
             faults.checkpoint("projection.vector")
@@ -204,17 +198,14 @@ def _swap(conn: apsw.Connection, doc_id: int, rev_id: int, chunks: list[dict[str
 
 def _cached_blobs(conn: apsw.Connection, chunks: list[dict[str, Any]], fingerprint: str,
                   space: str | None, dim: int) -> list[bytes | None]:
-    """Per chunk, its vector from the embedding cache (or the live node that holds it)
-    as the space stores it (float32 or int8 bytes), else ``None``: what stage 1 writes
-    with the nodes."""
+    """Per chunk, its vector from the embedding cache (or the live node that holds it),
+    else ``None``: what stage 1 writes with the nodes."""
     found = ecache.cached_vectors(conn, sorted({c["embed_key"] for c in chunks}),
                                   fingerprint, space)
-    element = space_element(conn, space) if space else "float32"
     out: list[bytes | None] = []
     for c in chunks:
         blob = found.get(c["embed_key"])
-        ok = blob is not None and as_float32(blob, dim) is not None
-        out.append(stored_blob(blob, element, dim) if ok and blob is not None else None)
+        out.append(blob if blob is not None and len(blob) == 4 * dim else None)
     return out
 
 

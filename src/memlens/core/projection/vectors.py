@@ -17,7 +17,6 @@ from memlens.core.projection import cache as ecache
 from memlens.core.projection.changes import vectors_waiting
 from memlens.core.projection.queue import backoff_seconds, describe_error
 from memlens.core.projection.reports import VectorReport
-from memlens.core.projection.spaces import as_float32, compact_space, space_element, stored_blob, vector_param
 from memlens.core.store.db import read_txn, rows, scalar, vec_table_name, write_txn
 from memlens.core.store.records import mark_revision_vectors_ready
 
@@ -102,8 +101,6 @@ def _write_slice(conn: apsw.Connection, space: str, fingerprint: str,
     written = 0
     t = now()
     with write_txn(conn):
-        element = space_element(conn, space)
-        dim = int(scalar(conn, "SELECT dim FROM vector_spaces WHERE name=?", (space,)) or 0)
         made: list[tuple[str, int]] = []
         for n, blob in zip(nodes, blobs, strict=True):
             nid = int(n["id"])
@@ -112,9 +109,7 @@ def _write_slice(conn: apsw.Connection, space: str, fingerprint: str,
             if scalar(conn, f"SELECT 1 FROM {vt} WHERE node_id=?", (nid,)) is not None:
                 continue
             conn.execute(f"INSERT INTO {vt}(node_id, embedding, repository, doc_type)"
-                         f" VALUES (?,{vector_param(element)},?,?)",
-                         (nid, stored_blob(blob, element, dim), n["repository"],
-                          n["doc_type"] or ""))
+                         " VALUES (?,?,?,?)", (nid, blob, n["repository"], n["doc_type"] or ""))
             made.append((n["embed_key"], nid))
             written += 1
             faults.checkpoint("projection.vector")
@@ -162,11 +157,6 @@ def embed_vectors(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
         report.waiting = vectors_waiting(conn)
         return report
     space = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?", (fingerprint,))
-    if space is not None:
-        try:  # a float32 cosine space of an older database becomes int8 (schema v10)
-            compact_space(conn, str(space), embedder.dim)
-        except apsw.Error as exc:  # stays float32 and keeps serving; tried again next run
-            report.error = describe_error(exc)
     while space is not None:
         if stop is not None and stop():
             break
@@ -219,14 +209,13 @@ def _record_vector_failure(conn: apsw.Connection, doc_ids: Sequence[int], msg: s
 
 def _embed_texts(conn: apsw.Connection, nodes: list[dict[str, Any]], embedder: Embedder,
                  fingerprint: str, space: str) -> tuple[list[bytes], int, int]:
-    """Vectors (float32 bytes, or int8 codes from the cache of an int8 space) of a slice's
-    nodes: from the cache where another document holds the same text, the rest in one
-    embed call (each distinct text once)."""
+    """Vectors (float32 bytes) of a slice's nodes: from the cache where another document
+    holds the same text, the rest in one embed call (each distinct text once)."""
     import numpy as np
 
     found = ecache.cached_vectors(conn, sorted({n["embed_key"] for n in nodes}),
                                   fingerprint, space)
-    found = {k: b for k, b in found.items() if as_float32(b, embedder.dim) is not None}
+    found = {k: b for k, b in found.items() if len(b) == 4 * embedder.dim}
     todo: dict[str, str] = {}
     for n in nodes:
         if n["embed_key"] not in found:

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memlens.core.config.settings import FUSIONS, SearchSettings
-from memlens.core.projection.spaces import space_element, stored_blob, vector_param
 from memlens.core.search import evidence as search_evidence
 from memlens.core.search import hits as hits_mod
 from memlens.core.search import rows as search_rows
@@ -208,12 +207,10 @@ def _vector_knn(conn: apsw.Connection, res: SearchResult, query: str, embedder: 
     if q is None:
         return list
     fsql, fparams = _filters(repository, doc_type, alias="")
-    element = space_element(conn, str(space))  # an int8 space is asked in int8 codes
-    params: list[Any] = [stored_blob(q, element, embedder.dim), kk, *fparams]
+    params: list[Any] = [q.tobytes(), kk, *fparams]
     found = [(int(r["node_id"]), float(r["distance"])) for r in rows(
         conn, f"SELECT node_id, distance FROM {vec_table_name(str(space))}"
-        f" WHERE embedding MATCH {vector_param(element)} AND k=?{fsql} ORDER BY distance",
-        params)]
+        f" WHERE embedding MATCH ? AND k=?{fsql} ORDER BY distance", params)]
     return lambda: found
 
 

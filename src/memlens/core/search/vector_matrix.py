@@ -50,7 +50,6 @@ import apsw
 from memlens.core.projection.changes import FilterCodes, encode, filter_mask
 from memlens.core.projection.changes import Fingerprint as Fingerprint
 from memlens.core.projection.changes import vector_fingerprint as fingerprint
-from memlens.core.projection.spaces import as_float32, quantize_int8, space_element
 from memlens.core.store.db import read_txn, scalar, vec_table_name
 
 if TYPE_CHECKING:
@@ -78,7 +77,6 @@ class VectorMatrix:
     # vec0's order among equal distances: chunk ascending, slot descending (None: by id)
     tie: npt.NDArray[np.int64] | None = None
     source: str = "vec0"                # "shadow": read from vec0's chunk tables
-    element: str = "float32"            # how vec0 stores the rows: "int8" asks in int8 too
     _codes: FilterCodes | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -161,8 +159,6 @@ class VectorMatrix:
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32)
-        if self.element == "int8":  # vec0 compares int8 codes with the query's codes
-            q = quantize_int8(q).astype(np.float32)
         if self.metric == "cosine":
             qn = float(np.linalg.norm(q))
             if qn == 0.0:
@@ -189,18 +185,15 @@ def _read_public(conn: apsw.Connection, space: str, dim: int) -> tuple[Any, Any,
             grown = np.empty((2 * n, dim), dtype=np.float32)
             grown[:n] = mat
             mat = grown
-        vec = as_float32(bytes(emb), dim)
-        if vec is None:
-            raise ValueError(f"vector of node {nid} has {len(emb)} bytes for {dim} dimensions")
         ids[n] = nid
-        mat[n] = vec
+        mat[n] = np.frombuffer(emb, dtype=np.float32)
         n += 1
     if n < len(ids):  # one copy of the used part, then the big buffer is freed
         ids, mat = ids[:n].copy(), mat[:n].copy()
     return ids, mat, None
 
 
-def _read_shadow(conn: apsw.Connection, space: str, dim: int, element: str = "float32",
+def _read_shadow(conn: apsw.Connection, space: str, dim: int,
                  ) -> tuple[Any, Any, Any] | None:
     """Ids and vectors straight from vec0's chunk tables (sqlite-vec 0.1.x layout:
     ``_chunks`` holds per chunk a validity bitmap and the rowids, ``_vector_chunks00``
@@ -211,11 +204,8 @@ def _read_shadow(conn: apsw.Connection, space: str, dim: int, element: str = "fl
     (validity, rowids) are read first and only the ids are sorted; then the cursor over
     the vector blobs is iterated and each chunk's valid rows are written straight to
     their sorted place in one preallocated float32 matrix (no mask when every slot of
-    the chunk is valid, no list of blobs, no reordering copy of the matrix). ``int8``
-    rows are written as their float values."""
+    the chunk is valid, no list of blobs, no reordering copy of the matrix)."""
     import numpy as np
-
-    dtype, width = (np.int8, 1) if element == "int8" else (np.float32, 4)
 
     version = str(scalar(conn, "SELECT vec_version()"))
     if not version.startswith("v0.1."):
@@ -261,10 +251,10 @@ def _read_shadow(conn: apsw.Connection, space: str, dim: int, element: str = "fl
     try:
         for cid, vec in conn.execute(f"SELECT rowid, vectors FROM {t}_vector_chunks00"):
             got = slots.get(int(cid))
-            if got is None or len(vec) != got[0] * dim * width:
+            if got is None or len(vec) != got[0] * dim * 4:
                 return None
             size, first, valid = got
-            block = np.frombuffer(vec, dtype).reshape(size, dim)
+            block = np.frombuffer(vec, np.float32).reshape(size, dim)
             rows = block if valid is None else block[valid]
             k = len(rows)
             if dest is None:
@@ -295,8 +285,7 @@ def load(conn: apsw.Connection, space: str, dim: int, metric: str, *,
     if metric not in METRICS:
         raise ValueError(f"unsupported metric {metric!r}")
     fp = fingerprint(conn, space)
-    element = space_element(conn, space)
-    got = _read_shadow(conn, space, dim, element) if shadow else None
+    got = _read_shadow(conn, space, dim) if shadow else None
     source = "shadow" if got is not None else "vec0"
     ids, mat, tie = got if got is not None else _read_public(conn, space, dim)
     if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
@@ -310,7 +299,7 @@ def load(conn: apsw.Connection, space: str, dim: int, metric: str, *,
         sq = np.einsum("ij,ij->i", mat, mat).astype(np.float32)
     mat.flags.writeable = False
     return VectorMatrix(fp=fp, metric=metric, ids=ids, matrix=mat, sq_norms=sq, tie=tie,
-                        source=source, element=element)
+                        source=source)
 
 
 def _normalise_rows(mat: Any) -> None:

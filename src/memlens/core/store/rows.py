@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 9
 """The schema this memlens writes and reads (``PRAGMA user_version``)."""
 
 BUSY_TIMEOUT_MS = 15_000

@@ -364,15 +364,5 @@ CREATE INDEX idx_documents_vectors_waiting ON memory_documents(vector_total - ve
     WHERE vector_done < vector_total;
 """
 
-# v10: compact vectors (issue 43). A vector space records how its vec0 table stores a
-# vector: ``float32`` (every space made before) or ``int8`` (new cosine spaces; one byte a
-# dimension). The upgrade changes no vector: an old float32 space keeps serving as it is
-# until the projection rewrites it as int8 in one transaction
-# (memlens.core.projection.spaces.compact_space).
-_SCHEMA_V10 = """
-ALTER TABLE vector_spaces ADD COLUMN element TEXT NOT NULL DEFAULT 'float32'
-    CHECK (element IN ('float32', 'int8'));
-"""
-
 MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4, _SCHEMA_V5, _SCHEMA_V6,
-                         _SCHEMA_V7, _SCHEMA_V8, _SCHEMA_V9, _SCHEMA_V10]
+                         _SCHEMA_V7, _SCHEMA_V8, _SCHEMA_V9]
