@@ -14,7 +14,8 @@ by the default chunker, each chunk with its heading path
   (tokenize, cut into 256-wordpiece windows with a 192 stride, run, mean-pool, average
   the windows of a text, normalise);
 * ``bare-bN``: a fresh ``onnxruntime.InferenceSession`` on the same model file with
-  ``--threads`` intra-op threads and nothing else set, fed exactly the same token
+  ``--threads`` intra-op threads (``--memlens-threads`` sets the embedder's) and nothing
+  else set, fed exactly the same token
   windows (computed once, outside the timing: the floor does not tokenize), sorted
   by length and run in batches of N padded to the longest of the batch; the output
   is only mean-pooled (no normalising, no averaging).
@@ -93,11 +94,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--batches", default="1,4,8,16,32")
+    ap.add_argument("--memlens-threads", type=int, default=None,
+                    help="intra-op threads of the memlens embedder (default: its own)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     texts = node_texts(args.files)
-    emb = OnnxMiniLMEmbedder(MINILM_MODEL_DIR)
+    emb = OnnxMiniLMEmbedder(MINILM_MODEL_DIR, threads=args.memlens_threads)
     emb.embed_documents(texts[:4])  # load the session outside the timing
     seqs, _owners = emb._sequences(texts)
     pad = int(emb._pad)

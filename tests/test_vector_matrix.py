@@ -4,12 +4,15 @@ invalidated by every projection change, never mixing snapshots, loaded only when
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memlens.core.embedders.registry import make_embedder
 from memlens.core.ingest.sources import roots_for_path
@@ -302,4 +305,116 @@ def test_ties_follow_vec0_scan_order(tmp_path: Path) -> None:
             want = _sql_knn(conn, "t", q, k)
             got = m.knn(q, k)
             assert [i for i, _ in got] == [i for i, _ in want], (q, k)
+    conn.close()
+
+
+def _old_read_shadow(conn: Any, space: str, dim: int) -> tuple[Any, Any, Any]:
+    """The loader before issue 43 (lists every blob, masks copies, reorders the matrix):
+    the reference the streaming read must equal."""
+    t = dbm.vec_table_name(space)
+    chunks = {int(c): (int(s), bytes(v), bytes(r)) for c, s, v, r in
+              conn.execute(f"SELECT chunk_id, size, validity, rowids FROM {t}_chunks")}
+    parts = []
+    for cid, vec in list(conn.execute(f"SELECT rowid, vectors FROM {t}_vector_chunks00"
+                                      " ORDER BY rowid")):
+        size, val, rids = chunks[int(cid)]
+        ok = np.unpackbits(np.frombuffer(val, np.uint8), bitorder="little")[:size].astype(bool)
+        key = len(parts) * (1 << 32) + (size - 1 - np.flatnonzero(ok))
+        parts.append((np.frombuffer(rids, np.int64)[ok],
+                      np.frombuffer(vec, np.float32).reshape(size, dim)[ok], key))
+    ids = np.concatenate([p[0] for p in parts])
+    mat = np.concatenate([p[1] for p in parts])
+    tie = np.concatenate([p[2] for p in parts])
+    order = np.argsort(ids, kind="stable")
+    mat = np.array(mat[order], dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=1)
+    norms[norms == 0] = 1.0
+    mat /= norms[:, None].astype(np.float32)
+    return ids[order], mat, tie[order]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(1, 40)), min_size=1, max_size=40),
+       seed=st.integers(0, 2**16))
+def test_streaming_load_equals_the_old_loader(tmp_path: Path, ops: list[tuple[bool, int]],
+                                              seed: int) -> None:
+    """Mixed valid and invalid slots (inserts, deletes, slots refilled in the last chunk,
+    chunks of 8): the streamed matrix, ids and tie keys equal the old loader's (which
+    copied the matrix four times) and the vec0 interface's rows; zero vectors stay zero."""
+    rng = np.random.default_rng(seed)
+    path = Path(tempfile.mkdtemp(dir=tmp_path)) / "s.db"  # one per example
+    conn = dbm.connect(path)
+    try:
+        with dbm.write_txn(conn):
+            conn.execute("CREATE VIRTUAL TABLE vec_nodes_s USING vec0(node_id INTEGER PRIMARY"
+                         " KEY, embedding float[6] distance_metric=cosine, repository TEXT,"
+                         " doc_type TEXT, chunk_size=8)")
+        live: list[int] = []
+        next_id = 1
+        for insert, n in ops:
+            with dbm.write_txn(conn):
+                if insert or not live:
+                    vecs = rng.normal(size=(n, 6)).astype(np.float32)
+                    vecs[rng.random(n) < 0.1] = 0.0
+                    for v in vecs:
+                        conn.execute("INSERT INTO vec_nodes_s(node_id, embedding, repository,"
+                                     " doc_type) VALUES (?,?,?,?)",
+                                     (next_id, v.tobytes(), "r", ""))
+                        live.append(next_id)
+                        next_id += 1
+                else:
+                    for i in rng.choice(live, size=min(n, len(live)), replace=False):
+                        conn.execute("DELETE FROM vec_nodes_s WHERE node_id=?", (int(i),))
+                        live.remove(int(i))
+        with dbm.read_txn(conn):
+            m = vm.load(conn, "s", 6, "cosine")
+            public = vm.load(conn, "s", 6, "cosine", shadow=False)
+            if not live:
+                assert len(m.ids) == 0
+                return
+            ids, mat, tie = _old_read_shadow(conn, "s", 6)
+        assert m.source == "shadow"
+        assert np.array_equal(m.ids, ids) and np.array_equal(m.ids, sorted(live))
+        assert np.array_equal(m.matrix, mat)
+        assert m.tie is not None and np.array_equal(m.tie, tie)
+        assert np.array_equal(public.ids, ids) and np.array_equal(public.matrix, mat)
+    finally:
+        conn.close()
+
+
+def test_load_peak_is_the_matrix_plus_one_chunk(tmp_path: Path) -> None:
+    """The load allocates the matrix once: its peak traced allocation stays under 1.5x
+    the matrix (the loader before issue 43 held every chunk blob, masked copies, the
+    concatenated matrix and a reordered one: about 4x). Deletes and a refilled slot make
+    the rows need both the mask and the id sort."""
+    n, dim = 20_000, 64
+    conn = dbm.connect(tmp_path / "peak.db")
+    rng = np.random.default_rng(3)
+    with dbm.write_txn(conn):
+        conn.execute("CREATE VIRTUAL TABLE vec_nodes_p USING vec0(node_id INTEGER PRIMARY KEY,"
+                     f" embedding float[{dim}] distance_metric=cosine, repository TEXT,"
+                     " doc_type TEXT)")
+        conn.executemany("INSERT INTO vec_nodes_p(node_id, embedding, repository, doc_type)"
+                         " VALUES (?,?,?,?)",
+                         [(i + 1, v.tobytes(), "r", "") for i, v in
+                          enumerate(rng.normal(size=(n, dim)).astype(np.float32))])
+    with dbm.write_txn(conn):
+        conn.executemany("DELETE FROM vec_nodes_p WHERE node_id=?",
+                         [(i,) for i in (5, 700, 2049, n - 3)])
+        conn.execute("INSERT INTO vec_nodes_p(node_id, embedding, repository, doc_type)"
+                     " VALUES (?,?,?,?)", (n + 1, np.ones(dim, np.float32).tobytes(), "r", ""))
+    import tracemalloc
+
+    with dbm.read_txn(conn):
+        vm.load(conn, "p", dim, "cosine")  # numpy's lazy imports happen outside the trace
+        tracemalloc.start()
+        try:
+            m = vm.load(conn, "p", dim, "cosine")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert m.source == "shadow" and len(m.ids) == n - 3
+    assert bool(np.all(m.ids[1:] > m.ids[:-1]))
+    assert peak <= 1.5 * m.matrix.nbytes, (peak, m.matrix.nbytes)
     conn.close()

@@ -171,16 +171,26 @@ class VectorMatrix:
 
 
 def _read_public(conn: apsw.Connection, space: str, dim: int) -> tuple[Any, Any, Any]:
-    """Ids and vectors through vec0's own interface (slow: ~12 us per row)."""
+    """Ids and vectors through vec0's own interface (slow: ~12 us per row), written row
+    by row into one matrix that grows by doubling (no list of blobs)."""
     import numpy as np
 
-    ids: list[int] = []
-    buf = bytearray()
-    for nid, emb in conn.execute(f"SELECT node_id, embedding FROM {vec_table_name(space)}"):
-        ids.append(nid)
-        buf += emb
-    return (np.asarray(ids, dtype=np.int64),
-            np.frombuffer(buf, dtype=np.float32).reshape(len(ids), dim), None)
+    t = vec_table_name(space)
+    n = 0
+    ids = np.empty(1024, dtype=np.int64)
+    mat = np.empty((1024, dim), dtype=np.float32)
+    for nid, emb in conn.execute(f"SELECT node_id, embedding FROM {t}"):
+        if n == len(ids):
+            ids = np.resize(ids, 2 * n)
+            grown = np.empty((2 * n, dim), dtype=np.float32)
+            grown[:n] = mat
+            mat = grown
+        ids[n] = nid
+        mat[n] = np.frombuffer(emb, dtype=np.float32)
+        n += 1
+    if n < len(ids):  # one copy of the used part, then the big buffer is freed
+        ids, mat = ids[:n].copy(), mat[:n].copy()
+    return ids, mat, None
 
 
 def _read_shadow(conn: apsw.Connection, space: str, dim: int,
@@ -188,7 +198,13 @@ def _read_shadow(conn: apsw.Connection, space: str, dim: int,
     """Ids and vectors straight from vec0's chunk tables (sqlite-vec 0.1.x layout:
     ``_chunks`` holds per chunk a validity bitmap and the rowids, ``_vector_chunks00``
     the vectors of its slots). ``None`` when the layout is not the one expected; the
-    live-row count is checked against ``_rowids``, so a mismatch falls back too."""
+    live-row count is checked against ``_rowids``, so a mismatch falls back too.
+
+    Streaming, so the peak is the matrix plus one chunk: the small per-chunk parts
+    (validity, rowids) are read first and only the ids are sorted; then the cursor over
+    the vector blobs is iterated and each chunk's valid rows are written straight to
+    their sorted place in one preallocated float32 matrix (no mask when every slot of
+    the chunk is valid, no list of blobs, no reordering copy of the matrix)."""
     import numpy as np
 
     version = str(scalar(conn, "SELECT vec_version()"))
@@ -196,36 +212,61 @@ def _read_shadow(conn: apsw.Connection, space: str, dim: int,
         return None
     t = vec_table_name(space)
     try:
-        chunks = {int(cid): (int(size), bytes(val), bytes(rids)) for cid, size, val, rids in
-                  conn.execute(f"SELECT chunk_id, size, validity, rowids FROM {t}_chunks")}
         live = int(scalar(conn, f"SELECT COUNT(*) FROM {t}_rowids") or 0)
-        blobs = list(conn.execute(
-            f"SELECT rowid, vectors FROM {t}_vector_chunks00 ORDER BY rowid"))
+        meta = list(conn.execute(
+            f"SELECT chunk_id, size, validity, rowids FROM {t}_chunks ORDER BY chunk_id"))
     except apsw.SQLError:
         return None
-    parts: list[tuple[Any, Any, Any]] = []
-    total = 0
-    for cid, vec in blobs:
-        size, val, rids = chunks.get(int(cid), (0, b"", b""))
-        if size <= 0 or len(vec) != size * dim * 4 or len(rids) != size * 8 \
-                or len(val) * 8 < size:
+    ids = np.empty(live, dtype=np.int64)
+    tie = np.empty(live, dtype=np.int64)
+    slots: dict[int, tuple[int, int, Any]] = {}  # chunk -> (size, first row, valid or None)
+    o = 0
+    for rank, (cid, size, val, rids) in enumerate(meta):
+        size = int(size)
+        if size <= 0 or len(rids) != size * 8 or len(val) * 8 < size:
             return None
         ok = np.unpackbits(np.frombuffer(val, np.uint8), bitorder="little")[:size].astype(bool)
+        valid = np.flatnonzero(ok)
+        if o + len(valid) > live:
+            return None
+        ids[o:o + len(valid)] = np.frombuffer(rids, np.int64)[valid]
         # vec0 scans chunks in id order and, among equal distances, takes the
         # highest slot of a chunk first: the tie key is (chunk rank, -slot).
-        slot_key = len(parts) * (1 << 32) + (size - 1 - np.flatnonzero(ok))
-        parts.append((np.frombuffer(rids, np.int64)[ok],
-                      np.frombuffer(vec, np.float32).reshape(size, dim)[ok], slot_key))
-        total += int(ok.sum())
-    if total != live or len(blobs) != len(chunks):
+        tie[o:o + len(valid)] = rank * (1 << 32) + (size - 1 - valid)
+        slots[int(cid)] = (size, o, None if len(valid) == size else valid)
+        o += len(valid)
+    del meta
+    if o != live:
         return None
-    ids = np.empty(total, dtype=np.int64)
-    tie = np.empty(total, dtype=np.int64)
-    mat = np.empty((total, dim), dtype=np.float32)
-    o = 0
-    for r, m, key in parts:
-        ids[o:o + len(r)], mat[o:o + len(r)], tie[o:o + len(r)] = r, m, key
-        o += len(r)
+    order = np.argsort(ids, kind="stable")
+    if bool(np.all(order[1:] > order[:-1])):  # already ascending (the usual case)
+        dest: Any = None
+    else:
+        ids, tie = ids[order], tie[order]
+        dest = np.empty(live, dtype=np.int64)  # scan position -> sorted position
+        dest[order] = np.arange(live, dtype=np.int64)
+    del order
+    mat = np.empty((live, dim), dtype=np.float32)
+    seen = 0
+    try:
+        for cid, vec in conn.execute(f"SELECT rowid, vectors FROM {t}_vector_chunks00"):
+            got = slots.get(int(cid))
+            if got is None or len(vec) != got[0] * dim * 4:
+                return None
+            size, first, valid = got
+            block = np.frombuffer(vec, np.float32).reshape(size, dim)
+            rows = block if valid is None else block[valid]
+            k = len(rows)
+            if dest is None:
+                mat[first:first + k] = rows
+            else:
+                mat[dest[first:first + k]] = rows
+            seen += 1
+            del block, rows, vec
+    except apsw.SQLError:
+        return None
+    if seen != len(slots):
+        return None
     return ids, mat, tie
 
 
@@ -235,7 +276,9 @@ def load(conn: apsw.Connection, space: str, dim: int, metric: str, *,
 
     ``shadow``: read vec0's chunk tables directly (about 10x faster than selecting
     every row through vec0), falling back to the vec0 interface if their layout is
-    not the expected one.
+    not the expected one. The matrix is written once and normalised in place: the
+    load's peak is the matrix plus one vec0 chunk (shadow) or the matrix's doubling
+    buffer (vec0 interface).
     """
     import numpy as np
 
@@ -249,17 +292,27 @@ def load(conn: apsw.Connection, space: str, dim: int, metric: str, *,
         order = np.argsort(ids, kind="stable")
         ids, mat = ids[order], mat[order]
         tie = tie[order] if tie is not None else None
-    mat = np.array(mat, dtype=np.float32, order="C", copy=got is None)
     sq: Any = None
     if metric == "cosine":
-        norms = np.linalg.norm(mat, axis=1)
-        norms[norms == 0] = 1.0
-        mat /= norms[:, None].astype(np.float32)
+        _normalise_rows(mat)
     else:
         sq = np.einsum("ij,ij->i", mat, mat).astype(np.float32)
     mat.flags.writeable = False
     return VectorMatrix(fp=fp, metric=metric, ids=ids, matrix=mat, sq_norms=sq, tie=tie,
                         source=source)
+
+
+def _normalise_rows(mat: Any) -> None:
+    """Divide every row of ``mat`` by its L2 norm, in place (zero rows stay zero), a
+    slice of about 1 MiB at a time so no temporary of the matrix's size is made."""
+    import numpy as np
+
+    step = max(1, (1 << 20) // max(1, 4 * mat.shape[1]))
+    for s in range(0, len(mat), step):
+        part = mat[s:s + step]
+        norms = np.sqrt(np.add.reduce(part * part, axis=1))  # as np.linalg.norm
+        norms[norms == 0] = 1.0
+        part /= norms[:, None]
 
 
 class VectorMatrixCache:
