@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from memlens.core.config.settings import WatchSettings as WatchSettings
     from memlens.core.details import DocumentDetail as DocumentDetail
     from memlens.core.details import HitSource as HitSource
+    from memlens.core.details import NotSearchable as NotSearchable
+    from memlens.core.details import PendingDocuments as PendingDocuments
     from memlens.core.details import ProjectionState as ProjectionState
     from memlens.core.details import Revision as Revision
     from memlens.core.details import RevisionChange as RevisionChange
@@ -138,6 +140,8 @@ _LAZY: dict[str, str] = {
     'ProjectionState': 'memlens.core.details',
     'Revision': 'memlens.core.details',
     'RevisionChange': 'memlens.core.details',
+    'NotSearchable': 'memlens.core.details',
+    'PendingDocuments': 'memlens.core.details',
     'revision_changes': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
@@ -153,7 +157,7 @@ __all__ = [
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
-    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE",
+    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE", "NotSearchable", "PendingDocuments",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RedactionFinding", "RetentionSettings", "Revision", "RevisionChange",

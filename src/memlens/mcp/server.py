@@ -78,6 +78,7 @@ ARGUMENT_RULES = {
     "path": "path must be a string: a logical path such as 'MEMORY.md'",
     "limit": f"limit must be a whole number from 1 to {HISTORY_MAX}",
     "all_projects": "all_projects must be true or false",
+    "include_pending": "include_pending must be true or false",
 }
 
 
@@ -235,6 +236,10 @@ class MemlensMCP:
             all_projects: Annotated[bool, Field(
                 description="Rank all projects equally instead of the current one first.")]
             = False,
+            include_pending: Annotated[bool, Field(
+                description="Also name the notes in scope that are not searchable yet "
+                "(pending, failed, vectors waiting), so no hit is not taken for no note.")]
+            = True,
         ) -> CallToolResult:
             """Search the user's saved Claude Code memory notes (all projects).
 
@@ -242,11 +247,14 @@ class MemlensMCP:
             (match)`, then a snippet. match is lexical (shares a word with the query),
             semantic (close by meaning while other hits match words) or closest (nothing
             in memory contains a query word; only the nearest by meaning). When the
-            server runs inside a project, that project's notes rank first. Follow up with
-            read_memory(repository, path) for the whole note.
+            server runs inside a project, that project's notes rank first. Notes in scope
+            that are not searchable yet are listed after the hits (pending: not yet
+            indexed; failed; vectors pending: words only), so an empty answer can be told
+            from "not indexed yet". Follow up with read_memory(repository, path) for the
+            whole note.
             """
             return self.run_tool("search_memory", tools.search_memory, query, mode, k,
-                                 repository, all_projects)
+                                 repository, all_projects, include_pending)
 
     def _register_documents(self) -> None:
         @self._tool

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from memlens.core.types import (
     DocumentDetail,
     EmbedderUnavailable,
     EmbeddingError,
+    NotSearchable,
     SearchError,
     SearchResult,
     revision_changes,
@@ -155,9 +157,16 @@ def _hit_line(h: dict[str, Any]) -> str:
             f"[chars {h['start_char']}-{h['end_char']}] ({h['match']})")
 
 
+PENDING_SHOWN = 20
+"""The most status stubs a search returns (with their total)."""
+
+
 def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int = 8,
-                  repository: str | None = None, all_projects: bool = False) -> ToolOutput:
-    """Search active memory; the current project's hits first unless ``all_projects``."""
+                  repository: str | None = None, all_projects: bool = False,
+                  include_pending: bool = True) -> ToolOutput:
+    """Search active memory; the current project's hits first unless ``all_projects``.
+    With ``include_pending``, status stubs name the documents in scope that are not
+    searchable yet (``pending``), so no hit is not mistaken for no such note."""
     if not query or not query.strip():
         raise ToolInputError("query is empty; give a few words or a question to search for.")
     if mode not in MODES:
@@ -198,7 +207,29 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
         snippet = " ".join(str(h["snippet"]).split())
         lines.append(f"    {snippet}")
     lines.extend(f"note: {n}" for n in notes)
+    if include_pending:
+        pending = svc.not_searchable(mode=mode, repository=repo, limit=PENDING_SHOWN)
+        out["pending"] = pending.as_json()
+        for d in out["pending"]["documents"]:
+            d["error"] = scrub(d["error"]) if d["error"] else None
+        lines.extend(_pending_lines(pending.total, out["pending"]["documents"],
+                                    pending.documents, repo))
     return ToolOutput("\n".join(lines), out)
+
+
+def _pending_lines(total: int, shown: list[dict[str, Any]], stubs: Sequence[NotSearchable],
+                   repo: str | None) -> list[str]:
+    if not total:
+        return []
+    where = f"in {repo}" if repo else "in memory"
+    lines = [f"Not searchable yet {where}: {total} document(s); a missing hit may be there "
+             "once they are (call again later):"]
+    for d, stub in zip(shown, stubs, strict=True):
+        error = f" ({clip(d['error'], 120)})" if d["error"] else ""
+        lines.append(f"  {d['repository']}/{d['path']} — {stub.describe()}{error}")
+    if total > len(shown):
+        lines.append(f"  … and {total - len(shown)} more")
+    return lines
 
 
 # -- read_memory -----------------------------------------------------------------------
