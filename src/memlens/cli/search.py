@@ -62,6 +62,8 @@ def _remember(svc: MemoryService, query: str, mode: str) -> None:
     """Keep the search for recall; a read-only or locked database is not an error here."""
     try:
         svc.remember_search(query, mode, "cli")
+    except T.DAMAGE:
+        raise  # a damaged page: one line, exit 1 (cli/common.run), not a silent answer
     except (DatabaseError, StorageError):
         pass  # history is best effort: the search has answered
 

@@ -28,6 +28,34 @@ class Problem:
         return asdict(self)
 
 
+QUICK_CHECK_MAX_BYTES = 16 * 1024 * 1024
+"""A writing run checks the database first (``PRAGMA quick_check``) only up to this size
+(database + WAL): ~6 ms per MB here, so at most ~0.1 s; a larger database relies on
+SQLite's own detection of a damaged page it reads (docs/benchmarks.md, issue 42)."""
+
+
+def quick_check(conn: apsw.Connection, path: str | None, *,
+                max_bytes: int = QUICK_CHECK_MAX_BYTES) -> bool:
+    """``PRAGMA quick_check`` when the file at ``path`` (with its WAL) is at most
+    ``max_bytes``; raises :class:`apsw.CorruptError` with SQLite's first finding when it
+    is not ok. Returns whether the check ran."""
+    import os
+
+    if path is None:
+        return False
+    size = 0
+    for f in (path, f"{path}-wal"):
+        with contextlib.suppress(OSError):
+            size += os.path.getsize(f)
+    if size > max_bytes:
+        return False
+    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        first = " ".join(found[0].replace("*** in database main ***", "").split())
+        raise apsw.CorruptError(f"quick_check: {first}")
+    return True
+
+
 def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
     """Run every check; returns (names of checks run, problems found)."""
     checks: list[str] = []

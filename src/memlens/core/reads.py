@@ -334,6 +334,15 @@ class ServiceReads(ServiceBase):
             return f"{e.name}:{e.model} (unreachable: {exc})"
         return f"{e.name}:{e.model} ({dim}d)"
 
+    def check_before_writing(self) -> bool:
+        """Before a writing run: SQLite's ``quick_check`` when the database is small
+        enough for it to cost little (:data:`memlens.core.doctor.QUICK_CHECK_MAX_BYTES`);
+        a damaged database raises :class:`apsw.CorruptError` (one line, exit 1, in the
+        CLI) before anything is written. Returns whether the check ran."""
+        from memlens.core import doctor as doctor_mod
+
+        return doctor_mod.quick_check(self.conn(), str(self.db_path))
+
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
         """Run the consistency checks; a file SQLite cannot read is reported, with how to
         rebuild it, instead of raised."""

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from memlens.core.search.engine import SearchResult as SearchResult
     from memlens.core.search.preview import QueryEffect as QueryEffect
     from memlens.core.store.db import DatabaseError as DatabaseError
+    from memlens.core.store.db import DAMAGE as DAMAGE
     from memlens.core.store.db import StorageError as StorageError
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
@@ -109,6 +110,7 @@ _LAZY: dict[str, str] = {
     'WatchSettings': 'memlens.core.config.settings',
     'DatabaseError': 'memlens.core.store.db',
     'StorageError': 'memlens.core.store.db',
+    'DAMAGE': 'memlens.core.store.db',
     'Problem': 'memlens.core.doctor',
     'EmbedderUnavailable': 'memlens.core.embedders.registry',
     'EmbeddingError': 'memlens.core.embedders.registry',
@@ -151,7 +153,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BatchProjected", "Cancelled", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig",
     "ChunkerConfigError",
-    "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
+    "ChunkerSettings", "ConfigError", "DAMAGE", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EMBEDDER_NAMES", "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FileRead", "IngestDone", "DocumentProjected", "Progress", "ProgressEvent", "Rechunked", "RowsChanged",
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",

@@ -35,6 +35,7 @@ import apsw
 from memlens.core import faults
 from memlens.core.store.rows import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from memlens.core.store.rows import CONFIG_DICTIONARY as CONFIG_DICTIONARY
+from memlens.core.store.rows import DAMAGE as DAMAGE
 from memlens.core.store.rows import FTS_TOKENIZER as FTS_TOKENIZER
 from memlens.core.store.rows import PACK_LEVEL as PACK_LEVEL
 from memlens.core.store.rows import SCHEMA_VERSION as SCHEMA_VERSION
@@ -78,7 +79,7 @@ def explain_storage_error(exc: BaseException, path: str | os.PathLike[str] | Non
                           ) -> str:
     """One line a person can act on for an SQLite error that reached the user."""
     where = f"database {path}" if path else "the database"
-    detail = str(exc).strip() or exc.__class__.__name__
+    detail = " ".join(str(exc).split()) or exc.__class__.__name__  # one line
     if isinstance(exc, apsw.FullError):
         return (f"{where}: disk full ({detail}); free space and run the command again "
                 "(what was stored before is kept)")

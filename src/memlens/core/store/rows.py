@@ -26,6 +26,9 @@ SCHEMA_VERSION = 9
 """The schema this memlens writes and reads (``PRAGMA user_version``)."""
 
 BUSY_TIMEOUT_MS = 15_000
+DAMAGE = (apsw.CorruptError, apsw.NotADBError)
+"""What SQLite raises when it reads a damaged page: never recorded as one file's or one
+document's failure, never degraded to a partial answer; it ends the run (issue 42)."""
 """How long a connection waits for another process's lock before SQLITE_BUSY."""
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
