@@ -1,6 +1,8 @@
-"""``memlens doctor``: check database consistency (exit 1 on problems)."""
+"""``memlens doctor``: check database consistency and the invariants (exit 1 on problems)."""
 
 from __future__ import annotations
+
+import click
 
 from memlens.cli.common import EXIT_FAIL, EXIT_OK, Args, Command, db_options, print_json, service
 
@@ -9,7 +11,7 @@ def cmd_doctor(args: Args) -> int:
     """``memlens doctor``."""
     svc = service(args)
     try:
-        checks, problems = svc.doctor()
+        checks, problems = svc.doctor(lag_minutes=args.lag_minutes)
         notices = [] if any(p.check == "sqlite_integrity" for p in problems) \
             else svc.doctor_notices()
     finally:
@@ -19,7 +21,7 @@ def cmd_doctor(args: Args) -> int:
                     "problems": [p.as_json() for p in problems], "notices": notices})
     else:
         for p in problems:
-            print(f"PROBLEM [{p.check}] {p.message}")
+            print(f"PROBLEM [{p.check}] {p.message}" + (f" — fix: {p.fix}" if p.fix else ""))
         for n in notices:
             print(f"note: {n}")
         print("ok" if not problems else f"{len(problems)} problem(s)")
@@ -29,5 +31,10 @@ def cmd_doctor(args: Args) -> int:
 command = Command(
     "doctor", handler=cmd_doctor, short_help="check database consistency",
     help="integrity_check, FTS5 integrity (rank 1), vectors == nodes, no orphan junction rows, "
-    "active revisions projected. Exit 1 on problems.",
-    params=db_options())
+    "active revisions projected; then the invariants: watcher_heartbeat, repeated_failures, "
+    "projection_lag, schema_skew (each with its fix). Exit 1 on problems.",
+    params=[
+        click.Option(["--lag-minutes"], type=click.FloatRange(min=0), default=None,
+                     help="projection_lag: a change waiting longer than this (default 10)"),
+        *db_options(),
+    ])

@@ -343,13 +343,22 @@ class ServiceReads(ServiceBase):
 
         return doctor_mod.quick_check(self.conn(), str(self.db_path))
 
-    def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
-        """Run the consistency checks; a file SQLite cannot read is reported, with how to
-        rebuild it, instead of raised."""
+    def doctor(self, *, lag_minutes: float | None = None,
+               ) -> tuple[list[str], list[doctor_mod.Problem]]:
+        """Run the consistency checks, then the invariants (:mod:`memlens.core.invariants`:
+        watcher heartbeat, repeated failures, projection lag over ``lag_minutes``, schema
+        skew); a file SQLite cannot read is reported, with how to rebuild it, instead of
+        raised."""
         from memlens.core import doctor as doctor_mod
+        from memlens.core import invariants
 
         try:
             checks, problems = doctor_mod.run_checks(self.conn())
+            if not any(p.check == "sqlite_integrity" for p in problems):
+                checks += invariants.NAMES
+                problems += invariants.check_invariants(
+                    self.conn(), self.clock(),
+                    lag_minutes=invariants.LAG_MINUTES if lag_minutes is None else lag_minutes)
         except (dbm.DatabaseCorrupt, apsw.CorruptError, apsw.NotADBError) as exc:
             cause = exc.__cause__ or exc
             checks = ["sqlite_integrity"]

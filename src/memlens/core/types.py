@@ -85,8 +85,8 @@ if TYPE_CHECKING:
     from memlens.core.search.engine import SearchHit as SearchHit
     from memlens.core.search.engine import SearchResult as SearchResult
     from memlens.core.search.preview import QueryEffect as QueryEffect
-    from memlens.core.store.db import DatabaseError as DatabaseError
     from memlens.core.store.db import DAMAGE as DAMAGE
+    from memlens.core.store.db import DatabaseError as DatabaseError
     from memlens.core.store.db import StorageError as StorageError
 
 # Re-exported names, imported on first use (PEP 562) so a short command such as a
