@@ -34,7 +34,7 @@ from memlens.core.projection.queue import describe_error, record_failure
 from memlens.core.projection.reports import ProjectionOutcome
 from memlens.core.projection.spaces import ensure_vector_space
 from memlens.core.redact.engine import redact_path
-from memlens.core.store.db import DAMAGE, pack_text, row, rows, vec_table_name, write_txn
+from memlens.core.store.db import DAMAGE, pack_text, raise_if_damage, row, rows, vec_table_name, write_txn
 from memlens.core.store.records import get_document, prune_unused_chunks, set_revision_embedder
 
 if TYPE_CHECKING:
@@ -237,6 +237,7 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
     except DAMAGE:  # a damaged database is not this document's failure: the run ends
         raise
     except Exception as exc:  # every failure is recorded, none escapes
+        raise_if_damage(exc)
         msg = describe_error(exc)
         return record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
                                fingerprint)
@@ -255,6 +256,7 @@ def _swap_batch(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[
     except DAMAGE:
         raise
     except Exception as exc:
+        raise_if_damage(exc)
         raise _BatchLost(len(results), describe_error(exc)) from exc
     return results
 
@@ -288,7 +290,8 @@ def _swap_all(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[st
                     conn.execute("RELEASE projection_doc")
                 results.append(("ready" if ok else "discarded", mine, None))
             except Exception as exc:
-                if isinstance(exc, DAMAGE) or not (nested and conn.in_transaction):
+                raise_if_damage(exc)
+                if not (nested and conn.in_transaction):
                     raise
                 conn.execute("ROLLBACK TO projection_doc")
                 conn.execute("RELEASE projection_doc")

@@ -42,6 +42,7 @@ from memlens.core.store.rows import SCHEMA_VERSION as SCHEMA_VERSION
 from memlens.core.store.rows import _reset_fts_after_auto_rollback as _reset_fts_after_auto_rollback
 from memlens.core.store.rows import pack_config as pack_config
 from memlens.core.store.rows import pack_text as pack_text
+from memlens.core.store.rows import raise_if_damage as raise_if_damage
 from memlens.core.store.rows import read_txn as read_txn
 from memlens.core.store.rows import row as row
 from memlens.core.store.rows import rows as rows
