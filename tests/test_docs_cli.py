@@ -224,6 +224,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     run("docs", "docs", "--db", db, "--json")
     run("chunks", "chunks", str(target), "--json")
     run("doctor", "doctor", "--db", db, "--json")
+    assert run("doctor", "doctor", "--probe", "--db", db, "--json")["probe"]["ok"]
     cfg = tmp / "config.toml"
     cfg.write_text('[embedder]\nname = "hashing"\ndim = 64\n\n[[redact.rules]]\nname = "sonar-token"\n'
                    'pattern = "[0-9A-Za-z]{40}"\nkeywords = ["sonar"]\nmin_entropy = 3.0\n',

@@ -334,6 +334,18 @@ class ServiceReads(ServiceBase):
             return f"{e.name}:{e.model} (unreachable: {exc})"
         return f"{e.name}:{e.model} ({dim}d)"
 
+    def check_writable(self) -> None:
+        """Prove that this database takes a write: opens it for writing and takes (then
+        releases) the write lock, writing nothing (``memlens doctor --probe``).
+
+        Raises:
+            DatabaseReadOnly: The file or its folder is read-only here.
+            StorageError: SQLite refused the write lock (locked, read-only, damaged).
+        """
+        c = self._writable()
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("ROLLBACK")
+
     def check_before_writing(self) -> bool:
         """Before a writing run: SQLite's ``quick_check`` when the database is small
         enough for it to cost little (:data:`memlens.core.doctor.QUICK_CHECK_MAX_BYTES`);
