@@ -15,9 +15,12 @@ def cmd_doctor(args: Args) -> int:
         return _probe(args)
     svc = service(args)
     try:
-        checks, problems = svc.doctor(lag_minutes=args.lag_minutes)
-        notices = [] if any(p.check == "sqlite_integrity" for p in problems) \
-            else svc.doctor_notices()
+        checks, problems = svc.doctor()
+        damaged = any(p.check == "sqlite_integrity" for p in problems)
+        if not damaged:  # then the invariants, each with its fix
+            names, found = svc.invariants(lag_minutes=args.lag_minutes)
+            checks, problems = [*checks, *names], [*problems, *found]
+        notices = [] if damaged else svc.doctor_notices()
     finally:
         svc.close()
     if args.json:

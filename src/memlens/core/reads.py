@@ -355,22 +355,26 @@ class ServiceReads(ServiceBase):
 
         return doctor_mod.quick_check(self.conn(), str(self.db_path))
 
-    def doctor(self, *, lag_minutes: float | None = None,
-               ) -> tuple[list[str], list[doctor_mod.Problem]]:
-        """Run the consistency checks, then the invariants (:mod:`memlens.core.invariants`:
-        watcher heartbeat, repeated failures, projection lag over ``lag_minutes``, schema
-        skew); a file SQLite cannot read is reported, with how to rebuild it, instead of
-        raised."""
-        from memlens.core import doctor as doctor_mod
+    def invariants(self, *, lag_minutes: float | None = None,
+                   ) -> tuple[list[str], list[doctor_mod.Problem]]:
+        """The invariants by name (:mod:`memlens.core.invariants`: watcher heartbeat,
+        repeated failures, projection lag over ``lag_minutes``, schema skew), each
+        finding with its fix; run by ``memlens doctor`` after :meth:`doctor`, whose
+        consistency checks hold after any crash, while these say how the running system
+        does (a projection interrupted a while ago lags)."""
         from memlens.core import invariants
+
+        lag = invariants.LAG_MINUTES if lag_minutes is None else lag_minutes
+        return (list(invariants.NAMES),
+                invariants.check_invariants(self.conn(), self.clock(), lag_minutes=lag))
+
+    def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
+        """Run the consistency checks; a file SQLite cannot read is reported, with how to
+        rebuild it, instead of raised."""
+        from memlens.core import doctor as doctor_mod
 
         try:
             checks, problems = doctor_mod.run_checks(self.conn())
-            if not any(p.check == "sqlite_integrity" for p in problems):
-                checks += invariants.NAMES
-                problems += invariants.check_invariants(
-                    self.conn(), self.clock(),
-                    lag_minutes=invariants.LAG_MINUTES if lag_minutes is None else lag_minutes)
         except (dbm.DatabaseCorrupt, apsw.CorruptError, apsw.NotADBError) as exc:
             cause = exc.__cause__ or exc
             checks = ["sqlite_integrity"]
