@@ -97,7 +97,13 @@ def test_the_fixture_pages_exist(intact: tuple[Path, Path, dict[str, str]]) -> N
     assert set(_pages(intact[0])) == set(TABLES)
 
 
-@pytest.mark.parametrize("table", TABLES)
+# The default run damages the tables every command reads (documents, the word index, the
+# vectors); the others run with --run-slow (each case is 6 CLI runs).
+DEFAULT = ("memory_documents", "knowledge_nodes_fts_data", "vec_%_vector_chunks00")
+
+
+@pytest.mark.parametrize("table", [t if t in DEFAULT else pytest.param(t, marks=pytest.mark.slow)
+                                   for t in TABLES])
 def test_a_damaged_page_is_one_line_or_a_full_answer(
         intact: tuple[Path, Path, dict[str, str]], table: str, tmp_path: Path) -> None:
     db, corpus, want = intact

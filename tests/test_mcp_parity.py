@@ -16,9 +16,9 @@ from tests.test_mcp import Built, Recorder, run, session
 
 pytest.importorskip("mcp")
 
-# Every 12th labelled query of the corpus (8), in each mode, plus repository filters.
+# Every 24th labelled query of the corpus (4), in each mode, plus repository filters.
 QUERIES = [json.loads(line)["query"] for line in
-           (CORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()[::12]]
+           (CORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()[::24]]
 CASES: list[tuple[str, str, str | None]] = [
     (q, mode, None) for q in QUERIES for mode in ("hybrid", "lexical", "vector")
 ] + [("retry backoff", "hybrid", "-home-dev-projects-tidewater-api"),
@@ -74,5 +74,5 @@ def test_mcp_and_cli_give_the_same_hits(built: Built) -> None:
             [h["score"] for h in want["hits"]], abs=1e-5), case
         assert [h["snippet"] for h in have["hits"]] == [h["snippet"] for h in want["hits"]]
         assert (have["matches"], have["mode"]) == (want["matches"], want["mode"]), case
-    assert sum(len(got[c]["hits"]) for c in CASES) > 150
+    assert sum(len(got[c]["hits"]) for c in CASES) > 80
     assert any(got[c]["matches"] == 0 for c in CASES)
