@@ -7,7 +7,8 @@ same at every level and each value of the documented type (string, number, bool,
 list, object), so a renamed, added or removed field fails here. Conventions (also written
 in docs/cli.md, "How to read the shapes"): the first element of a documented list is the
 shape of every element; a key ``<like-this>`` stands for every key of a map; the marker's
-``nullable=`` and ``any=`` name the fields that may be null or of any type.
+``nullable=`` and ``any=`` name the fields that may be null or of any type, and
+``optional=`` those printed only with a flag (they must still be printed by some run).
 """
 
 from __future__ import annotations
@@ -42,19 +43,21 @@ class Shape:
     nullable: frozenset[str]
     any_type: frozenset[str]
     covered: set[str] = field(default_factory=set)
+    optional: frozenset[str] = frozenset()
 
 
 def parse_shapes(text: str) -> dict[str, Shape]:
     shapes: dict[str, Shape] = {}
     for m in MARKER.finditer(text):
         attrs = dict(a.split("=", 1) for a in m["attrs"].split())
-        unknown = set(attrs) - {"nullable", "any"}
+        unknown = set(attrs) - {"nullable", "any", "optional"}
         assert not unknown, f"shape {m['name']}: unknown marker attributes {unknown}"
         assert m["name"] not in shapes, f"two shapes named {m['name']}"
         shapes[m["name"]] = Shape(
             m["name"], json.loads(m["body"]),
             frozenset(filter(None, attrs.get("nullable", "").split(","))),
-            frozenset(filter(None, attrs.get("any", "").split(","))))
+            frozenset(filter(None, attrs.get("any", "").split(","))),
+            optional=frozenset(filter(None, attrs.get("optional", "").split(","))))
     return shapes
 
 
@@ -111,7 +114,8 @@ def compare(shape: Shape, doc: Any, real: Any, path: str, errors: list[str]) -> 
             if real:
                 shape.covered.add(_join(path, key))
             return
-        missing, extra = set(doc) - set(real), set(real) - set(doc)
+        missing = {k for k in set(doc) - set(real) if _join(path, k) not in shape.optional}
+        extra = set(real) - set(doc)
         if missing:
             errors.append(f"{path or '<root>'}: documented but not printed: {sorted(missing)}")
         if extra:
@@ -199,6 +203,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     (late / "late.md").write_text("# Late\n\nprojected later\n", encoding="utf-8")
     _out(run_cli("ingest", str(tmp / "late"), "--db", bdb, "--defer-projection", "--json", env=env))
     assert run("doctor", "doctor", "--db", bdb, "--json")["notices"]
+    # --pending: the stored, unprojected late.md is named as not searchable yet.
+    late_search = run("search", "search", "fine", "--pending", "--fusion", "adaptive", "--db", bdb,
+                      "--json")
+    assert late_search["pending"]["documents"][0]["path"] == "late.md"
     assert run("project", "project", "--db", bdb, "--json")["projected"] == 1
 
     # An edit, then a rechunk: history has create / rechunk / update revisions.
@@ -216,6 +224,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     run("docs", "docs", "--db", db, "--json")
     run("chunks", "chunks", str(target), "--json")
     run("doctor", "doctor", "--db", db, "--json")
+    assert run("doctor", "doctor", "--probe", "--db", db, "--json")["probe"]["ok"]
     cfg = tmp / "config.toml"
     cfg.write_text('[embedder]\nname = "hashing"\ndim = 64\n\n[[redact.rules]]\nname = "sonar-token"\n'
                    'pattern = "[0-9A-Za-z]{40}"\nkeywords = ["sonar"]\nmin_entropy = 3.0\n',
@@ -254,7 +263,7 @@ def test_every_shape_is_run(outputs: dict[str, list[Any]]) -> None:
 def test_documented_shape_matches_real_output(name: str, outputs: dict[str, list[Any]]) -> None:
     shape = SHAPES[name]
     paths = doc_paths(shape.doc)
-    for p in shape.nullable | shape.any_type:
+    for p in shape.nullable | shape.any_type | shape.optional:
         assert p in paths, f"shape {name}: marker names {p!r}, which the shape does not have"
     errors: list[str] = []
     for real in outputs[name]:

@@ -43,6 +43,8 @@ TABLE_OWNERS = {
     "chunker_choices": "memlens.core.chunking",
     # recent queries, and the search's own per-connection TEMP FTS tables
     "search_history": "memlens.core.search",
+    # the registry of running watchers (doctor's watcher_heartbeat), issue 42
+    "memlens_processes": STORE,
     "temp.*": "memlens.core.search",
 }
 

@@ -40,6 +40,7 @@ def cmd_ingest(args: Args) -> int:
     if not roots:
         raise CliError("no memory folders found (looked in ~/.claude/projects/*/memory); "
                        "pass a PATH, e.g. `memlens ingest corpus/`", EXIT_FAIL)
+    svc.check_before_writing()  # a damaged (small) database: one line, exit 1, nothing written
     progress = None
     task = None
     if progress_enabled(args):

@@ -14,6 +14,7 @@ def cmd_project(args: Args) -> int:
     """``memlens project``."""
     svc = service(args)
     try:
+        svc.check_before_writing()
         rep = svc.project(force=args.force)
         q = svc.pending_count()
         no_vectors = vector_failures(svc, rep)

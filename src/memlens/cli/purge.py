@@ -21,6 +21,7 @@ def cmd_purge(args: Args) -> int:
     """``memlens purge``."""
     svc = service(args)
     try:
+        svc.check_before_writing()
         out = svc.purge()
     finally:
         svc.close()

@@ -28,6 +28,7 @@ def cmd_rechunk(args: Args) -> int:
         raise CliError("give either a PATH or --all, not both")
     svc = service(args)
     try:
+        svc.check_before_writing()
         cfg = chunker_config(args, svc.settings.chunker_dict())
         doc_id = None
         if not args.all:

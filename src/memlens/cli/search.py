@@ -20,22 +20,50 @@ def cmd_search(args: Args) -> int:
     if args.k <= 0:
         raise CliError("-k must be a positive number")
     svc = service(args, **{"search.fusion": args.fusion})
+    pending = None
     try:
         res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
                          doc_type=args.doc_type, all_projects=args.all_projects)
         _remember(svc, args.query, args.mode)
+        if args.pending:
+            pending = svc.not_searchable(mode=args.mode, repository=args.repository,
+                                         doc_type=args.doc_type, limit=PENDING_SHOWN)
     except (SearchError, T.EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
         svc.close()
-    print_result(res.as_json(), args.json)
+    data = res.as_json()
+    if pending is not None:
+        data["pending"] = pending.as_json()
+    print_result(data, args.json)
+    if pending is not None and not args.json:
+        _print_pending(pending)
     return EXIT_OK
+
+
+PENDING_SHOWN = 100
+"""The most status stubs ``--pending`` prints (the total is always given)."""
+
+
+def _print_pending(pending: T.PendingDocuments) -> None:
+    """The status stubs after the hits (text form of ``--pending``)."""
+    if not pending.total:
+        print("not searchable yet: none in scope")
+        return
+    print(f"not searchable yet: {pending.total} document(s) in scope")
+    for d in pending.documents:
+        error = f" ({d.error})" if d.error else ""
+        print(f"    {d.repository}/{d.path} — {d.describe()}{error}")
+    if pending.total > len(pending.documents):
+        print(f"    … and {pending.total - len(pending.documents)} more")
 
 
 def _remember(svc: MemoryService, query: str, mode: str) -> None:
     """Keep the search for recall; a read-only or locked database is not an error here."""
     try:
         svc.remember_search(query, mode, "cli")
+    except T.DAMAGE:
+        raise  # a damaged page: one line, exit 1 (cli/common.run), not a silent answer
     except (DatabaseError, StorageError):
         pass  # history is best effort: the search has answered
 
@@ -56,5 +84,8 @@ command = Command(
                      help="how hybrid fuses lexical and vector scores (config [search] fusion)"),
         click.Option(["--all-projects"], is_flag=True,
                      help="do not rank the current project's memory first"),
+        click.Option(["--pending"], is_flag=True,
+                     help="also list the documents in scope that are not searchable yet "
+                     "(pending, failed, vectors waiting); JSON: `pending`"),
         *db_options(),
     ])

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DocumentDetail", "HitSource", "ProjectionState", "Revision", "RevisionChange",
-           "RevisionChunker", "Stats", "StoredChunkerConfig", "revision_changes"]
+__all__ = ["DocumentDetail", "HitSource", "NotSearchable", "PendingDocuments", "ProjectionState",
+           "Revision", "RevisionChange", "RevisionChunker", "Stats", "StoredChunkerConfig",
+           "revision_changes"]
 
 
 def _text(value: object) -> str | None:
@@ -287,6 +288,53 @@ class Stats:
         return {"db": self.db, "documents": self.documents, "tombstoned": self.tombstoned,
                 "chunks": self.chunks, "queue": dict(self.queue), "embedder": self.embedder,
                 "vectors_waiting": self.vectors_waiting}
+
+
+@dataclass(frozen=True)
+class NotSearchable:
+    """A status stub: a document in a search's scope that is not (fully) searchable yet,
+    so "no hit" from it means "not yet", not "not there" (issue 42).
+
+    Attributes:
+        repository: Repository of the document.
+        path: Logical path of the document.
+        status: ``pending`` (stage 1 queued or running), ``failed`` (stage 1 failed; it is
+            retried), ``vectors_pending`` (words searchable, vectors being embedded) or
+            ``vectors_failed`` (words searchable, the embedder failed; retried later).
+        searchable: What a search sees of it now: ``nothing``, ``older_revision`` (an
+            earlier text) or ``words_only`` (no meaning match yet).
+        error: The last failure, if any.
+    """
+
+    repository: str
+    path: str
+    status: str
+    searchable: str
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"repository","path","status","searchable","error"}``."""
+        return {"repository": self.repository, "path": self.path, "status": self.status,
+                "searchable": self.searchable, "error": self.error}
+
+    def describe(self) -> str:
+        """One line, e.g. ``pending: not searchable yet``."""
+        what = {"nothing": "not searchable yet",
+                "older_revision": "an older revision is searchable",
+                "words_only": "searchable by words only"}[self.searchable]
+        return f"{self.status.replace('_', ' ')}: {what}"
+
+
+@dataclass(frozen=True)
+class PendingDocuments:
+    """The status stubs of a search's scope: ``total`` documents, the first of them."""
+
+    total: int
+    documents: tuple[NotSearchable, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"total", "documents": [...]}`` (``documents`` may be fewer than ``total``)."""
+        return {"total": self.total, "documents": [d.as_json() for d in self.documents]}
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,43 @@ class Problem:
 
     check: str
     message: str
+    fix: str | None = None  # what to do, for the invariants (memlens.core.invariants)
 
-    def as_json(self) -> dict[str, str]:
-        """JSON shape: ``{"check","message"}``."""
+    def as_json(self) -> dict[str, str | None]:
+        """JSON shape: ``{"check","message","fix"}``."""
         return asdict(self)
+
+
+QUICK_CHECK_MAX_BYTES = 16 * 1024 * 1024
+"""A writing run checks the database first (``PRAGMA quick_check``) only up to this size
+(database + WAL): ~6 ms per MB here, so at most ~0.1 s; a larger database relies on
+SQLite's own detection of a damaged page it reads (docs/benchmarks.md, issue 42)."""
+
+
+def quick_check(conn: apsw.Connection, path: str | None, *,
+                max_bytes: int = QUICK_CHECK_MAX_BYTES) -> bool:
+    """``PRAGMA quick_check`` when the file at ``path`` (with its WAL) is at most
+    ``max_bytes``; raises :class:`apsw.CorruptError` with SQLite's first finding when it
+    is not ok. Returns whether the check ran."""
+    import os
+
+    if path is None:
+        return False
+    size = 0
+    for f in (path, f"{path}-wal"):
+        with contextlib.suppress(OSError):
+            size += os.path.getsize(f)
+    if size > max_bytes:
+        return False
+    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        first = " ".join(found[0].replace("*** in database main ***", "").split())
+        raise apsw.CorruptError(f"quick_check: {first}")
+    return True
+
+
+REBUILD_FIX = ("rebuild the database from your memory folders: `memlens ingest --db NEW.db`,"
+               " then use NEW.db (the revision history stays in this file)")
 
 
 def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
@@ -36,7 +69,7 @@ def run_checks(conn: apsw.Connection) -> tuple[list[str], list[Problem]]:
     def check(name: str) -> None:
         checks.append(name)
 
-    check("sqlite_integrity")
+    check("sqlite_integrity")  # the invariants (memlens.core.invariants) follow in reads
     res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     if res != ["ok"]:
         problems.extend(Problem("sqlite_integrity", str(m)) for m in res[:20])
@@ -106,7 +139,7 @@ def _snapshot_checks(conn: apsw.Connection, check: Callable[[str], None],
                                 " AND +k.vector_space=?)", (sp["name"],)) or 0)
         if orphan_vecs:
             problems.append(Problem("vectors", f"{orphan_vecs} orphan vector rows in space "
-                                    f"{sp['name']} ({sp['fingerprint']})"))
+                                    f"{sp['name']} ({sp['fingerprint']})", fix=REBUILD_FIX))
         if n_vec + pending + capped_all != n_nodes and not orphan_vecs and not missing:
             problems.append(Problem("vectors", f"space {sp['name']}: {n_vec} vectors,"
                                     f" {pending} pending, {capped_all} capped vs {n_nodes} nodes"))
@@ -120,7 +153,7 @@ def _snapshot_checks(conn: apsw.Connection, check: Callable[[str], None],
         conn, "SELECT COUNT(*) FROM knowledge_node_memory_chunks WHERE node_id NOT IN"
         " (SELECT id FROM knowledge_nodes) OR chunk_id NOT IN (SELECT id FROM memory_chunks)") or 0)
     if orphan_j:
-        problems.append(Problem("junction", f"{orphan_j} orphan junction rows"))
+        problems.append(Problem("junction", f"{orphan_j} orphan junction rows", fix=REBUILD_FIX))
     unlinked = int(scalar(
         conn, "SELECT COUNT(*) FROM knowledge_nodes WHERE id NOT IN"
         " (SELECT node_id FROM knowledge_node_memory_chunks)") or 0)

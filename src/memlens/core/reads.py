@@ -20,7 +20,7 @@ from memlens.core.types import DocumentSummary, FilterIndex
 if TYPE_CHECKING:
     from memlens.core import doctor as doctor_mod
     from memlens.core.chunking.chunker import Chunk
-    from memlens.core.details import DocumentDetail, HitSource, Revision, Stats
+    from memlens.core.details import DocumentDetail, HitSource, PendingDocuments, Revision, Stats
     from memlens.core.ingest.indexfile import IndexWarning
 # projection, doctor, the chunker, the embedders and the store are imported where a
 # method needs them: a lexical search or `memlens docs` never loads them.
@@ -266,6 +266,44 @@ class ServiceReads(ServiceBase):
 
         return proj.pending_count(self.conn())
 
+    def not_searchable(self, *, mode: str = "hybrid", repository: str | None = None,
+                       doc_type: str | None = None, limit: int = 20) -> PendingDocuments:
+        """Status stubs: live documents in a search's scope (``repository``, ``doc_type``)
+        that are not searchable yet, or only in part: stage 1 pending or failed, and
+        (unless ``mode`` is lexical) vectors still waiting or failed. The first ``limit``
+        by repository and path, with the total."""
+        from memlens.core.details import NotSearchable, PendingDocuments
+
+        where = " WHERE d.tombstoned_at IS NULL AND (d.projection_status <> 'ready'"
+        where += " OR d.vector_done < d.vector_total)" if mode != "lexical" else ")"
+        params: list[Any] = []
+        for col, value in (("repository", repository), ("doc_type", doc_type)):
+            if value:
+                where += f" AND d.{col}=?"
+                params.append(value)
+        conn = self.conn()
+        with dbm.read_txn(conn):
+            total = int(dbm.scalar(conn, "SELECT COUNT(*) FROM memory_documents d" + where,
+                                   params) or 0)
+            found = dbm.rows(conn, "SELECT d.repository, d.logical_path, d.projection_status,"
+                             " d.active_revision_id, d.current_revision_id, d.projection_error,"
+                             " d.vector_done, d.vector_total, d.vector_error"
+                             " FROM memory_documents d" + where
+                             + " ORDER BY d.repository, d.logical_path LIMIT ?",
+                             [*params, max(0, limit)])
+        stubs = []
+        for r in found:
+            if r["projection_status"] != "ready":
+                status = "failed" if r["projection_status"] in ("failed", "stale") else "pending"
+                searchable = "nothing" if r["active_revision_id"] is None else "older_revision"
+                error = r["projection_error"]
+            else:
+                status = "vectors_failed" if r["vector_error"] else "vectors_pending"
+                searchable, error = "words_only", r["vector_error"]
+            stubs.append(NotSearchable(r["repository"], r["logical_path"], status, searchable,
+                                       error))
+        return PendingDocuments(total, tuple(stubs))
+
     def statistics(self) -> Stats:
         """Counts for a status bar: documents, chunks, queue, embedder."""
         from memlens.core.details import Stats
@@ -295,6 +333,40 @@ class ServiceReads(ServiceBase):
         except EmbeddingError as exc:
             return f"{e.name}:{e.model} (unreachable: {exc})"
         return f"{e.name}:{e.model} ({dim}d)"
+
+    def check_writable(self) -> None:
+        """Prove that this database takes a write: opens it for writing and takes (then
+        releases) the write lock, writing nothing (``memlens doctor --probe``).
+
+        Raises:
+            DatabaseReadOnly: The file or its folder is read-only here.
+            StorageError: SQLite refused the write lock (locked, read-only, damaged).
+        """
+        c = self._writable()
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("ROLLBACK")
+
+    def check_before_writing(self) -> bool:
+        """Before a writing run: SQLite's ``quick_check`` when the database is small
+        enough for it to cost little (:data:`memlens.core.doctor.QUICK_CHECK_MAX_BYTES`);
+        a damaged database raises :class:`apsw.CorruptError` (one line, exit 1, in the
+        CLI) before anything is written. Returns whether the check ran."""
+        from memlens.core import doctor as doctor_mod
+
+        return doctor_mod.quick_check(self.conn(), str(self.db_path))
+
+    def invariants(self, *, lag_minutes: float | None = None,
+                   ) -> tuple[list[str], list[doctor_mod.Problem]]:
+        """The invariants by name (:mod:`memlens.core.invariants`: watcher heartbeat,
+        repeated failures, projection lag over ``lag_minutes``, schema skew), each
+        finding with its fix; run by ``memlens doctor`` after :meth:`doctor`, whose
+        consistency checks hold after any crash, while these say how the running system
+        does (a projection interrupted a while ago lags)."""
+        from memlens.core import invariants
+
+        lag = invariants.LAG_MINUTES if lag_minutes is None else lag_minutes
+        return (list(invariants.NAMES),
+                invariants.check_invariants(self.conn(), self.clock(), lag_minutes=lag))
 
     def doctor(self) -> tuple[list[str], list[doctor_mod.Problem]]:
         """Run the consistency checks; a file SQLite cannot read is reported, with how to

@@ -354,6 +354,38 @@ class MemoryService(ServiceFlows):
             return [Path(p) for p in paths]
         return [p for p in (self.settings.roots or [claude_projects_dir()]) if p.is_dir()]
 
+    # -- the registry of running watchers (doctor's watcher_heartbeat) ------------
+    def register_process(self, kind: str, label: str, interval: float) -> str | None:
+        """Register this process as a running ``kind`` (``watch``) that beats every
+        ``interval`` seconds, e.g. ``label`` = ``memlens mcp``; None when the database
+        cannot record it (read-only, locked): the registry is best effort."""
+        from memlens.core.store import processes
+
+        try:
+            return processes.register(self.conn(), kind, label, self.clock(), interval)
+        except (dbm.StorageError, dbm.DatabaseError):
+            return None
+
+    def heartbeat_process(self, key: str | None) -> None:
+        """The registered process ``key`` is alive (best effort)."""
+        from memlens.core.store import processes
+
+        if key is not None:
+            try:
+                processes.heartbeat(self.conn(), key, self.clock())
+            except (dbm.StorageError, dbm.DatabaseError):
+                pass
+
+    def unregister_process(self, key: str | None) -> None:
+        """The registered process ``key`` stops cleanly (best effort)."""
+        from memlens.core.store import processes
+
+        if key is not None:
+            try:
+                processes.unregister(self.conn(), key)
+            except (dbm.StorageError, dbm.DatabaseError):
+                pass
+
     def chunker_choices(self) -> list[tuple[str, str, ChunkerConfig, float]]:
         """Every remembered chunker choice as (scope, target, config, set_at); the target
         is ``repository/path`` for a document, the repository, or ``*`` for all."""

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from memlens.core.config.settings import WatchSettings as WatchSettings
     from memlens.core.details import DocumentDetail as DocumentDetail
     from memlens.core.details import HitSource as HitSource
+    from memlens.core.details import NotSearchable as NotSearchable
+    from memlens.core.details import PendingDocuments as PendingDocuments
     from memlens.core.details import ProjectionState as ProjectionState
     from memlens.core.details import Revision as Revision
     from memlens.core.details import RevisionChange as RevisionChange
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
     from memlens.core.search.engine import SearchHit as SearchHit
     from memlens.core.search.engine import SearchResult as SearchResult
     from memlens.core.search.preview import QueryEffect as QueryEffect
+    from memlens.core.store.db import DAMAGE as DAMAGE
     from memlens.core.store.db import DatabaseError as DatabaseError
     from memlens.core.store.db import StorageError as StorageError
 
@@ -107,6 +110,7 @@ _LAZY: dict[str, str] = {
     'WatchSettings': 'memlens.core.config.settings',
     'DatabaseError': 'memlens.core.store.db',
     'StorageError': 'memlens.core.store.db',
+    'DAMAGE': 'memlens.core.store.db',
     'Problem': 'memlens.core.doctor',
     'EmbedderUnavailable': 'memlens.core.embedders.registry',
     'EmbeddingError': 'memlens.core.embedders.registry',
@@ -138,6 +142,8 @@ _LAZY: dict[str, str] = {
     'ProjectionState': 'memlens.core.details',
     'Revision': 'memlens.core.details',
     'RevisionChange': 'memlens.core.details',
+    'NotSearchable': 'memlens.core.details',
+    'PendingDocuments': 'memlens.core.details',
     'revision_changes': 'memlens.core.details',
     'RevisionChunker': 'memlens.core.details',
     'Stats': 'memlens.core.details',
@@ -147,13 +153,13 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BatchProjected", "Cancelled", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig",
     "ChunkerConfigError",
-    "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
+    "ChunkerSettings", "ConfigError", "DAMAGE", "DatabaseError", "DocumentDetail", "DocumentSummary",
     "EMBEDDER_NAMES", "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FileRead", "IngestDone", "DocumentProjected", "Progress", "ProgressEvent", "Rechunked", "RowsChanged",
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",
     "IndexWarning", "IngestOutcome", "IngestReport", "InstallKeyError", "MODES", "MemoryRoot",
-    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE",
+    "NO_WORD_FILTERED_NOTE", "NO_WORD_NOTE", "NotSearchable", "PendingDocuments",
     "Problem",
     "ProjectionOutcome", "ProjectionReport", "QueryEffect", "ProjectionSettings", "ProjectionState",
     "RechunkOutcome", "RedactionFinding", "RetentionSettings", "Revision", "RevisionChange",

@@ -12,6 +12,7 @@ stdout carries only the protocol; logging and watcher events go to stderr.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 import threading
@@ -20,14 +21,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from memlens.core.service import MemoryService
 from memlens.mcp import tools
-from memlens.mcp.tools import K_MAX, K_MIN, ToolInputError, ToolOutput, scrub
+from memlens.mcp.tools import (
+    HISTORY_MAX,
+    K_MAX,
+    K_MIN,
+    MESSAGE_MAX,
+    ToolInputError,
+    ToolOutput,
+    clip,
+    echo,
+    scrub,
+)
 from memlens.watch.events import WatchEvent
 
 log = logging.getLogger("memlens.mcp")
@@ -50,6 +66,57 @@ RepoArg = Annotated[str, Field(description="Repository (project slug) as shown b
                                "or list_memories, e.g. -home-dev-projects-app.")]
 PathArg = Annotated[str, Field(description="Logical path inside the memory folder, e.g. "
                                "MEMORY.md or notes/retro.md.")]
+
+
+# What each argument must be, in words a model can act on; a wrong type gets this
+# sentence instead of pydantic's validation report (issue 42).
+ARGUMENT_RULES = {
+    "query": "query must be a string: a few words or a question",
+    "mode": "mode must be one of hybrid, lexical, vector",
+    "k": f"k must be a whole number from {K_MIN} to {K_MAX}",
+    "repository": "repository must be a string: a project slug from list_memories",
+    "path": "path must be a string: a logical path such as 'MEMORY.md'",
+    "limit": f"limit must be a whole number from 1 to {HISTORY_MAX}",
+    "all_projects": "all_projects must be true or false",
+    "include_pending": "include_pending must be true or false",
+}
+
+
+def argument_error(tool: str, exc: ValidationError) -> str:
+    """One sentence per rejected argument of ``tool``, echoing the value (cut)."""
+    said: list[str] = []
+    for err in exc.errors():
+        field = ".".join(str(part) for part in err["loc"]) or "arguments"
+        rule = ARGUMENT_RULES.get(field, f"{field} has the wrong type")
+        if err["type"] == "missing":
+            text = f"{field} is required: {rule.split(': ', 1)[-1]}." if ": " in rule \
+                else f"{field} is required; {rule}."
+        else:
+            text = f"{rule}; got {echo(err.get('input'))}."
+        if text not in said:
+            said.append(text)
+    return clip(f"{tool}: " + " ".join(said), MESSAGE_MAX)
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, with argument validation errors said in one sentence."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(argument_error(name, cause)) from cause
+            raise
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    """A tool's description: its docstring dedented, each paragraph on one line."""
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    return "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n"))
 
 
 class WatcherLike(Protocol):
@@ -115,7 +182,8 @@ def _result(out: ToolOutput) -> CallToolResult:
 
 
 def _error(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=clip(message, MESSAGE_MAX))],
+                          is_error=True)
 
 
 class MemlensMCP:
@@ -124,7 +192,7 @@ class MemlensMCP:
     def __init__(self, svc: MemoryService, watch: WatchState | None = None) -> None:
         self.worker = ServiceThread(svc)
         self.watch = watch
-        self.server: MCPServer[Any] = MCPServer(
+        self.server: MCPServer[Any] = _Server(
             "memlens", instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 
@@ -138,8 +206,12 @@ class MemlensMCP:
             return _error(scrub(str(exc)))
         except Exception as exc:  # never crash the server, never send a traceback
             log.exception("tool %s failed", name)
-            return _error(f"{name} failed: {type(exc).__name__}: {scrub(str(exc))}. "
+            return _error(f"{name} failed: {type(exc).__name__}: {clip(scrub(str(exc)), 300)}. "
                           "Check memory_status; the memlens database may need `memlens doctor`.")
+
+    def _tool(self, fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+        """Register ``fn`` as a read-only tool described by its dedented docstring."""
+        return self.server.tool(annotations=_READ_ONLY, description=_describe(fn))(fn)
 
     def _register(self) -> None:
         self._register_search()
@@ -148,7 +220,7 @@ class MemlensMCP:
         self._register_resource()
 
     def _register_search(self) -> None:
-        @self.server.tool(annotations=_READ_ONLY)
+        @self._tool
         def search_memory(
             query: Annotated[str, Field(description="Words or a question to look for.")],
             mode: Annotated[str, Field(
@@ -164,6 +236,10 @@ class MemlensMCP:
             all_projects: Annotated[bool, Field(
                 description="Rank all projects equally instead of the current one first.")]
             = False,
+            include_pending: Annotated[bool, Field(
+                description="Also name the notes in scope that are not searchable yet "
+                "(pending, failed, vectors waiting), so no hit is not taken for no note.")]
+            = True,
         ) -> CallToolResult:
             """Search the user's saved Claude Code memory notes (all projects).
 
@@ -171,21 +247,24 @@ class MemlensMCP:
             (match)`, then a snippet. match is lexical (shares a word with the query),
             semantic (close by meaning while other hits match words) or closest (nothing
             in memory contains a query word; only the nearest by meaning). When the
-            server runs inside a project, that project's notes rank first. Follow up with
-            read_memory(repository, path) for the whole note.
+            server runs inside a project, that project's notes rank first. Notes in scope
+            that are not searchable yet are listed after the hits (pending: not yet
+            indexed; failed; vectors pending: words only), so an empty answer can be told
+            from "not indexed yet". Follow up with read_memory(repository, path) for the
+            whole note.
             """
             return self.run_tool("search_memory", tools.search_memory, query, mode, k,
-                                 repository, all_projects)
+                                 repository, all_projects, include_pending)
 
     def _register_documents(self) -> None:
-        @self.server.tool(annotations=_READ_ONLY)
+        @self._tool
         def read_memory(repository: RepoArg,
                         path: PathArg) -> CallToolResult:
             """Read one memory note in full: its current (redacted) Markdown text and its
             chunk spans (ordinal, heading path, start/end character) as used by search."""
             return self.run_tool("read_memory", tools.read_memory, repository, path)
 
-        @self.server.tool(annotations=_READ_ONLY)
+        @self._tool
         def memory_history(
             repository: RepoArg, path: PathArg,
             limit: Annotated[int, Field(description="Most revisions to return, 1 to 100.",
@@ -198,7 +277,7 @@ class MemlensMCP:
                                  limit)
 
     def _register_overview(self) -> None:
-        @self.server.tool(annotations=_READ_ONLY)
+        @self._tool
         def list_memories(
             repository: Annotated[str | None, Field(
                 description="Only this repository; omit for every project.")] = None,
@@ -208,7 +287,7 @@ class MemlensMCP:
             (too long, broken links, notes the index does not link)."""
             return self.run_tool("list_memories", tools.list_memories, repository)
 
-        @self.server.tool(annotations=_READ_ONLY)
+        @self._tool
         def memory_status() -> CallToolResult:
             """Health of the memory index: document and chunk counts, the projection queue
             (documents waiting to become searchable), failed documents and the embedder."""

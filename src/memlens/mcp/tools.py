@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from memlens.core.types import (
     DocumentDetail,
     EmbedderUnavailable,
     EmbeddingError,
+    NotSearchable,
     SearchError,
     SearchResult,
     revision_changes,
@@ -30,6 +32,10 @@ from memlens.core.types import (
 
 K_MIN, K_MAX = 1, 50
 HISTORY_MAX = 100
+ECHO_MAX = 80
+"""The most characters of a caller's value echoed back (a query, a name, a bad argument)."""
+MESSAGE_MAX = 1_000
+"""The most characters of one error sentence."""
 URI_SCHEME = "memory://"
 # Hit fields that are internal ids or ranking detail, not for a model.
 _HIT_DROP = ("document_id", "node_id", "chunk_id", "ranks", "highlights")
@@ -56,6 +62,20 @@ def scrub(message: str) -> str:
     return _ABS_PATH.sub("<path>", message)
 
 
+def clip(text: str, limit: int = ECHO_MAX) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} chars)"
+
+
+def echo(value: object, limit: int = ECHO_MAX) -> str:
+    """A caller's value quoted for a message, cut to ``limit`` characters."""
+    if isinstance(value, str):
+        return repr(clip(value, limit)) if len(value) > limit else repr(value)
+    return clip(repr(value), limit)
+
+
 def uri(repository: str, path: str) -> str:
     """The ``memory://`` resource URI of a document."""
     return f"{URI_SCHEME}{repository}/{path}"
@@ -76,11 +96,11 @@ def _close(word: str, choices: list[str], limit: int = 5) -> list[str]:
 def _suggest(kind: str, word: str, choices: list[str], where: str = "") -> str:
     close = _close(word, choices)
     if close:
-        return f"Unknown {kind} {word!r}{where}. Did you mean: {', '.join(close)}?"
+        return f"Unknown {kind} {echo(word)}{where}. Did you mean: {', '.join(close)}?"
     if not choices:
-        return f"Unknown {kind} {word!r}{where}: there are none."
+        return f"Unknown {kind} {echo(word)}{where}: there are none."
     shown = ", ".join(choices[:10]) + (" …" if len(choices) > 10 else "")
-    return f"Unknown {kind} {word!r}{where}. Known: {shown}."
+    return f"Unknown {kind} {echo(word)}{where}. Known: {shown}."
 
 
 def repositories(svc: MemoryService) -> list[str]:
@@ -137,15 +157,22 @@ def _hit_line(h: dict[str, Any]) -> str:
             f"[chars {h['start_char']}-{h['end_char']}] ({h['match']})")
 
 
+PENDING_SHOWN = 20
+"""The most status stubs a search returns (with their total)."""
+
+
 def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int = 8,
-                  repository: str | None = None, all_projects: bool = False) -> ToolOutput:
-    """Search active memory; the current project's hits first unless ``all_projects``."""
+                  repository: str | None = None, all_projects: bool = False,
+                  include_pending: bool = True) -> ToolOutput:
+    """Search active memory; the current project's hits first unless ``all_projects``.
+    With ``include_pending``, status stubs name the documents in scope that are not
+    searchable yet (``pending``), so no hit is not mistaken for no such note."""
     if not query or not query.strip():
         raise ToolInputError("query is empty; give a few words or a question to search for.")
     if mode not in MODES:
-        raise ToolInputError(f"mode {mode!r} is not one of {', '.join(MODES)}.")
+        raise ToolInputError(f"mode {echo(mode)} is not one of {', '.join(MODES)}.")
     if isinstance(k, bool) or not isinstance(k, int) or not K_MIN <= k <= K_MAX:
-        raise ToolInputError(f"k must be a whole number from {K_MIN} to {K_MAX}; got {k!r}.")
+        raise ToolInputError(f"k must be a whole number from {K_MIN} to {K_MAX}; got {echo(k)}.")
     repo = check_repository(svc, repository) if repository else None
     try:
         res, extra = _run_search(svc, query.strip(), mode, k, repo, all_projects)
@@ -156,18 +183,19 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
     for h in hits:
         h["uri"] = uri(h["repository"], h["path"])
     notes = [scrub(n) for n in [*data["notes"], *extra]]
-    out = {"query": data["query"], "mode": data["mode"], "embedder": data["embedder"],
+    shown = echo(query.strip())
+    out = {"query": clip(data["query"]), "mode": data["mode"], "embedder": data["embedder"],
            "matches": data["matches"], "preferred_repository": data["preferred_repository"],
            "notes": notes, "hits": hits}
     lines: list[str] = []
     if not hits:
-        lines.append(f"No results for {query.strip()!r}.")
+        lines.append(f"No results for {shown}.")
     elif not data["matches"]:
         where = "in the documents this filter keeps" if repo else "in memory"
-        lines.append(f"No matches for {query.strip()!r}: no word of the query occurs {where}; "
+        lines.append(f"No matches for {shown}: no word of the query occurs {where}; "
                      "the hits below are the closest by meaning only.")
     else:
-        lines.append(f"{data['matches']} match(es) for {query.strip()!r} ({data['mode']}):")
+        lines.append(f"{data['matches']} match(es) for {shown} ({data['mode']}):")
     if data["preferred_repository"]:
         lines.append(f"(current project ranked first: {data['preferred_repository']})")
     divided = False
@@ -179,7 +207,29 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
         snippet = " ".join(str(h["snippet"]).split())
         lines.append(f"    {snippet}")
     lines.extend(f"note: {n}" for n in notes)
+    if include_pending:
+        pending = svc.not_searchable(mode=mode, repository=repo, limit=PENDING_SHOWN)
+        out["pending"] = pending.as_json()
+        for d in out["pending"]["documents"]:
+            d["error"] = scrub(d["error"]) if d["error"] else None
+        lines.extend(_pending_lines(pending.total, out["pending"]["documents"],
+                                    pending.documents, repo))
     return ToolOutput("\n".join(lines), out)
+
+
+def _pending_lines(total: int, shown: list[dict[str, Any]], stubs: Sequence[NotSearchable],
+                   repo: str | None) -> list[str]:
+    if not total:
+        return []
+    where = f"in {repo}" if repo else "in memory"
+    lines = [f"Not searchable yet {where}: {total} document(s); a missing hit may be there "
+             "once they are (call again later):"]
+    for d, stub in zip(shown, stubs, strict=True):
+        error = f" ({clip(d['error'], 120)})" if d["error"] else ""
+        lines.append(f"  {d['repository']}/{d['path']} — {stub.describe()}{error}")
+    if total > len(shown):
+        lines.append(f"  … and {total - len(shown)} more")
+    return lines
 
 
 # -- read_memory -----------------------------------------------------------------------
@@ -192,14 +242,21 @@ def read_memory(svc: MemoryService, repository: str, path: str) -> ToolOutput:
                "start_char": c.start_char, "end_char": c.end_char, "tokens": c.tokens}
               for c in svc.chunks(doc.id)]
     state = "deleted" if doc.tombstoned else "live"
+    # A deleted document has no projection: it is out of search, whatever the last
+    # projection run left in its status column (issue 42).
+    status = "deleted" if doc.tombstoned else doc.projection.status
     data = {"repository": doc.repository, "path": doc.path, "uri": uri(doc.repository, doc.path),
-            "state": state, "projection_status": doc.projection.status,
+            "state": state, "projection_status": status,
+            "deleted_at": _iso(doc.tombstoned_at) if doc.tombstoned else None,
             "front_matter": doc.front_matter, "chars": len(doc.content),
             "observed_at": _iso(doc.observed_at), "chunks": chunks, "text": doc.content}
-    lines = [f"{doc.repository}/{doc.path} — {state}, {len(doc.content)} chars, "
-             f"projection {doc.projection.status}, {len(chunks)} chunk(s)"]
     if doc.tombstoned:
-        lines.append(f"(this file was deleted at {_iso(doc.tombstoned_at)}; last known text below)")
+        lines = [f"{doc.repository}/{doc.path} — deleted at {_iso(doc.tombstoned_at)}, not "
+                 f"searchable; its last known text ({len(doc.content)} chars, "
+                 f"{len(chunks)} chunk(s)) is below"]
+    else:
+        lines = [f"{doc.repository}/{doc.path} — live, {len(doc.content)} chars, "
+                 f"projection {status}, {len(chunks)} chunk(s)"]
     lines.append("Chunks:")
     for c in chunks:
         head = " › ".join(c["heading_path"]) or "(top)"
@@ -215,7 +272,8 @@ def read_memory(svc: MemoryService, repository: str, path: str) -> ToolOutput:
 def memory_history(svc: MemoryService, repository: str, path: str, limit: int = 10) -> ToolOutput:
     """Revisions of one document, newest first, with their bounded diffs."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX:
-        raise ToolInputError(f"limit must be a whole number from 1 to {HISTORY_MAX}; got {limit!r}.")
+        raise ToolInputError(
+            f"limit must be a whole number from 1 to {HISTORY_MAX}; got {echo(limit)}.")
     doc = find_document(svc, repository, path)
     revs = svc.revisions(doc.id)
     shown = revs[:limit]

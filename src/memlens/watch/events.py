@@ -40,6 +40,9 @@ RETRY_BASE_SECONDS = 0.5
 RETRY_CAP_SECONDS = 30.0
 #: How long ``run`` waits for the file watch before the first reconcile anyway.
 STARTUP_WAIT_SECONDS = 3.0
+HEARTBEAT_SECONDS = float(os.environ.get("MEMLENS_HEARTBEAT_SECONDS", "") or 30.0)
+"""How often a running watcher beats in the registry `memlens doctor` reads (the
+environment variable is for tests)."""
 
 EventKind = Literal["change", "projection", "state", "error", "reconcile", "seen"]
 State = Literal["starting", "watching", "paused", "error", "stopped"]

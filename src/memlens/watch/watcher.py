@@ -36,12 +36,15 @@ watched itself and a new ``<slug>/memory`` folder is picked up without a restart
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
 from memlens.core.types import MemoryRoot
 from memlens.watch.events import (
     ERROR_RECONCILE_SECONDS,
+    HEARTBEAT_SECONDS,
     MAX_BATCH_MS,
     MAX_SETTLE_SECONDS,
     POLL_MS,
@@ -108,6 +111,9 @@ class Watcher(WatchConsumer, WatchProducer):
         self._halt.clear()
         self._ready.clear()
         self._sync_state()
+        # registered as running for `memlens doctor` (watcher_heartbeat), beating below
+        registration = self._service.register_process("watch", _label(), HEARTBEAT_SECONDS)
+        beat = time.monotonic()
         producer = threading.Thread(target=self._produce, args=(stop,),
                                     name="memlens-watch", daemon=True)
         producer.start()
@@ -117,6 +123,9 @@ class Watcher(WatchConsumer, WatchProducer):
             retry_delay = RETRY_BASE_SECONDS
             last_reconcile = time.monotonic()
             while not stop.is_set():
+                if time.monotonic() - beat >= HEARTBEAT_SECONDS:
+                    self._service.heartbeat_process(registration)
+                    beat = time.monotonic()
                 self._flush_outbox()
                 self._sync_state()
                 if self._paused:
@@ -146,6 +155,7 @@ class Watcher(WatchConsumer, WatchProducer):
         finally:
             self._halt.set()
             producer.join(timeout=10)
+            self._service.unregister_process(registration)
             self._phase = "stopped"
             self._flush_outbox()
             self._sync_state()
@@ -170,6 +180,14 @@ class Watcher(WatchConsumer, WatchProducer):
         if reason is None and time.monotonic() - last_reconcile >= interval:
             reason = "periodic"
         return reason
+
+
+def _label() -> str:
+    """What runs this watcher, for the registry: ``memlens watch``, ``memlens mcp``, ``memlens``
+    (the TUI) or the program's name."""
+    argv = [a for a in sys.argv[1:] if not a.startswith("-")][:1]
+    return " ".join(["memlens", *argv]) if "memlens" in sys.argv[0] else os.path.basename(
+        sys.argv[0] or "python")
 
 
 __all__ = ["Watcher", "WatchEvent", "ERROR_RECONCILE_SECONDS", "MAX_SETTLE_SECONDS",

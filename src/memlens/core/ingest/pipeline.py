@@ -55,6 +55,7 @@ from memlens.core.ingest.sources import (
 )
 from memlens.core.projection.swap import delete_nodes
 from memlens.core.redact.engine import redact
+from memlens.core.store.db import DAMAGE
 from memlens.core.store.records import (
     PreparedFile,
     SourceChanged,
@@ -307,6 +308,8 @@ def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]
                     emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
                     continue
             prepared.append(prepare_file(sf, config, key, max_bytes, max_chunks))
+        except DAMAGE:
+            raise
         except SourceError as exc:
             errored.add(sf.logical_path)
             emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
@@ -369,6 +372,8 @@ def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, 
         emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
     except apsw.FullError as exc:
         raise _DiskFull(str(exc)) from exc
+    except DAMAGE:  # the database is damaged, not this file: the run ends with one line
+        raise
     except apsw.Error as exc:
         emit(FileChange("failed", pf.repository, pf.logical_path,
                         error=f"database error: {exc}"))

@@ -34,7 +34,7 @@ from memlens.core.projection.queue import describe_error, record_failure
 from memlens.core.projection.reports import ProjectionOutcome
 from memlens.core.projection.spaces import ensure_vector_space
 from memlens.core.redact.engine import redact_path
-from memlens.core.store.db import pack_text, row, rows, vec_table_name, write_txn
+from memlens.core.store.db import DAMAGE, pack_text, raise_if_damage, row, rows, vec_table_name, write_txn
 from memlens.core.store.records import get_document, prune_unused_chunks, set_revision_embedder
 
 if TYPE_CHECKING:
@@ -234,7 +234,10 @@ def project_one(conn: apsw.Connection, doc_id: int, rev_id: int, embedder: Embed
         cached = sum(b is not None for b in blobs)
         return ProjectionOutcome(doc_id, rev_id, "ready", nodes=len(chunks),
                                  cached=cached)
+    except DAMAGE:  # a damaged database is not this document's failure: the run ends
+        raise
     except Exception as exc:  # every failure is recorded, none escapes
+        raise_if_damage(exc)
         msg = describe_error(exc)
         return record_failure(conn, doc_id, rev_id, msg, now, retry_base, retry_cap,
                                fingerprint)
@@ -250,7 +253,10 @@ def _swap_batch(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[
     results: list[tuple[str, int, str | None]] = []
     try:
         _swap_all(conn, prepared, blobs, space, fingerprint, now, cap, results)
+    except DAMAGE:
+        raise
     except Exception as exc:
+        raise_if_damage(exc)
         raise _BatchLost(len(results), describe_error(exc)) from exc
     return results
 
@@ -284,6 +290,7 @@ def _swap_all(conn: apsw.Connection, prepared: list[tuple[int, int, list[dict[st
                     conn.execute("RELEASE projection_doc")
                 results.append(("ready" if ok else "discarded", mine, None))
             except Exception as exc:
+                raise_if_damage(exc)
                 if not (nested and conn.in_transaction):
                     raise
                 conn.execute("ROLLBACK TO projection_doc")
@@ -321,6 +328,8 @@ def project_batch(conn: apsw.Connection, claimed: Sequence[tuple[int, int]], emb
             if all_chunks else None
         faults.checkpoint("projection.embed")
         blobs = _cached_blobs(conn, all_chunks, fingerprint, space, embedder.dim)
+    except DAMAGE:
+        raise
     except Exception:  # one document's failure must not fail or mislabel the others
         return one_by_one()
     try:

@@ -17,7 +17,7 @@ from memlens.core.projection import cache as ecache
 from memlens.core.projection.changes import vectors_waiting
 from memlens.core.projection.queue import backoff_seconds, describe_error
 from memlens.core.projection.reports import VectorReport
-from memlens.core.store.db import read_txn, rows, scalar, vec_table_name, write_txn
+from memlens.core.store.db import DAMAGE, raise_if_damage, read_txn, rows, scalar, vec_table_name, write_txn
 from memlens.core.store.records import mark_revision_vectors_ready
 
 if TYPE_CHECKING:
@@ -176,7 +176,10 @@ def embed_vectors(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
             faults.checkpoint("projection.slice_embedded")
             report.written += _write_slice(conn, str(space), fingerprint, nodes, blobs,
                                            exhausted, now)
+        except DAMAGE:  # not a slice's failure: the run ends with one line
+            raise
         except apsw.Error as exc:
+            raise_if_damage(exc)
             report.error = describe_error(exc)
             break
         except Exception as exc:  # the embedder failed: the rest waits for the next run

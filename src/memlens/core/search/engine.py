@@ -41,7 +41,7 @@ from memlens.core.search.hits import HL_END as HL_END
 from memlens.core.search.hits import HL_START as HL_START
 from memlens.core.search.hits import SearchHit as SearchHit
 from memlens.core.search.hits import SearchResult as SearchResult
-from memlens.core.store.db import rows, scalar, vec_table_name
+from memlens.core.store.db import DAMAGE, raise_if_damage, rows, scalar, vec_table_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -372,13 +372,19 @@ def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
         v.embedder = embedder.fingerprint()
         pending = _vector_knn(conn, v, query, embedder, k, repository, doc_type, matrix,
                               background=True)
+    except DAMAGE:  # a damaged page is not an embedder failure: no partial answer
+        raise
     except Exception as exc:  # any embedder failure degrades to lexical
+        raise_if_damage(exc)  # ... but sqlite-vec unable to read its pages is damage
         return functools.partial(failed, exc)
 
     def finish() -> list[tuple[int, float]]:
         try:
             knn = pending()
+        except DAMAGE:
+            raise
         except Exception as exc:  # same degrade as above
+            raise_if_damage(exc)
             return failed(exc)
         res.embedder = v.embedder
         res.notes.extend(v.notes)

@@ -30,7 +30,7 @@ from memlens.core.embedders.names import known_embedder as known_embedder
 from memlens.core.search import history as search_history
 from memlens.core.search import rows as search_rows
 from memlens.core.search.query import build_fts_query
-from memlens.core.store.rows import BUSY_TIMEOUT_MS, SCHEMA_VERSION, read_txn, unpack_text
+from memlens.core.store.rows import BUSY_TIMEOUT_MS, DAMAGE, SCHEMA_VERSION, read_txn, unpack_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -178,6 +178,9 @@ def lexical_search(db: str, query: str, *, k: int = 10, all_projects: bool = Fal
 
         search_history.record(conn, query, "lexical", "cli",
                               time.time() if now is None else now, HISTORY)
+    except DAMAGE:  # a damaged page: the full CLI says so in one line (exit 1)
+        conn.close()
+        return None
     except apsw.Error:
         pass  # history is best effort: the search has answered (as memlens.cli.search._remember)
     finally:

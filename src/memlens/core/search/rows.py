@@ -14,7 +14,7 @@ import os
 
 import apsw
 
-from memlens.core.store.rows import FTS_TOKENIZER, rows
+from memlens.core.store.rows import DAMAGE, FTS_TOKENIZER, rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -224,6 +224,8 @@ def snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, str]:
     :func:`memlens.core.search.engine.attach_snippets`); a query that does not parse gives none."""
     try:
         return temp_snippets(conn, fts, ids)
+    except DAMAGE:
+        raise
     except apsw.Error:  # defensive: the TEMP table is unusable; the slower main-index read
         return main_snippets(conn, fts, ids)
 

@@ -35,12 +35,14 @@ import apsw
 from memlens.core import faults
 from memlens.core.store.rows import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from memlens.core.store.rows import CONFIG_DICTIONARY as CONFIG_DICTIONARY
+from memlens.core.store.rows import DAMAGE as DAMAGE
 from memlens.core.store.rows import FTS_TOKENIZER as FTS_TOKENIZER
 from memlens.core.store.rows import PACK_LEVEL as PACK_LEVEL
 from memlens.core.store.rows import SCHEMA_VERSION as SCHEMA_VERSION
 from memlens.core.store.rows import _reset_fts_after_auto_rollback as _reset_fts_after_auto_rollback
 from memlens.core.store.rows import pack_config as pack_config
 from memlens.core.store.rows import pack_text as pack_text
+from memlens.core.store.rows import raise_if_damage as raise_if_damage
 from memlens.core.store.rows import read_txn as read_txn
 from memlens.core.store.rows import row as row
 from memlens.core.store.rows import rows as rows
@@ -78,7 +80,7 @@ def explain_storage_error(exc: BaseException, path: str | os.PathLike[str] | Non
                           ) -> str:
     """One line a person can act on for an SQLite error that reached the user."""
     where = f"database {path}" if path else "the database"
-    detail = str(exc).strip() or exc.__class__.__name__
+    detail = " ".join(str(exc).split()) or exc.__class__.__name__  # one line
     if isinstance(exc, apsw.FullError):
         return (f"{where}: disk full ({detail}); free space and run the command again "
                 "(what was stored before is kept)")

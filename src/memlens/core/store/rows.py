@@ -26,6 +26,22 @@ SCHEMA_VERSION = 9
 """The schema this memlens writes and reads (``PRAGMA user_version``)."""
 
 BUSY_TIMEOUT_MS = 15_000
+DAMAGE = (apsw.CorruptError, apsw.NotADBError)
+"""What SQLite raises when it reads a damaged page: never recorded as one file's or one
+document's failure, never degraded to a partial answer; it ends the run (issue 42)."""
+_VEC_DAMAGE = ("blob read error", "reading from blob failed", "opening blob failed",
+               "could not open vectors blob", "blob size doesn't match",
+               "could not open validity blob", "Internal sqlite-vec error")
+
+
+def raise_if_damage(exc: BaseException) -> None:
+    """Raise ``exc`` as damage when it is: a :data:`DAMAGE` error, or sqlite-vec failing
+    to read its own storage (a plain ``SQLError`` such as "vectors blob read error" when
+    a page of its chunks is damaged) as :class:`apsw.CorruptError`."""
+    if isinstance(exc, DAMAGE):
+        raise exc
+    if isinstance(exc, apsw.SQLError) and any(m in str(exc) for m in _VEC_DAMAGE):
+        raise apsw.CorruptError(f"the vector index cannot be read: {exc}") from exc
 """How long a connection waits for another process's lock before SQLITE_BUSY."""
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"

@@ -1,0 +1,78 @@
+"""Issue 42: the MCP tools and the CLI give the same hits for the same query. The bundled
+corpus is ingested by the real CLI; the same queries go to `memlens search --json` (one
+process each) and to `search_memory` over one session of the MCP SDK's stdio client,
+from the same folder, with the same embedder, k and mode."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.conftest import CORPUS, run_cli
+from tests.test_mcp import Built, Recorder, run, session
+
+pytest.importorskip("mcp")
+
+# Every 24th labelled query of the corpus (4), in each mode, plus repository filters.
+QUERIES = [json.loads(line)["query"] for line in
+           (CORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()[::24]]
+CASES: list[tuple[str, str, str | None]] = [
+    (q, mode, None) for q in QUERIES for mode in ("hybrid", "lexical", "vector")
+] + [("retry backoff", "hybrid", "-home-dev-projects-tidewater-api"),
+     ("zzqxv flurbleglorp", "hybrid", None),  # no word occurs: closest by meaning only
+     ("migration", "lexical", "-home-dev-projects-orchard-etl")]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    b = Built(tmp_path_factory.mktemp("parity"))
+    shutil.copytree(CORPUS, b.corpus, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
+    b.cwd.mkdir()
+    proc = run_cli("ingest", str(b.corpus), "--db", str(b.db), env=b.env)
+    assert proc.returncode == 0, proc.stderr
+    return b
+
+
+def _key(h: dict[str, Any]) -> tuple[Any, ...]:
+    return (h["repository"], h["path"], h["ordinal"], h["start_char"], h["end_char"],
+            h["match"])
+
+
+def _cli(b: Built, query: str, mode: str, repository: str | None) -> dict[str, Any]:
+    args = ["search", "--mode", mode, "-k", "8", "--json", "--db", str(b.db)]
+    if repository:
+        args += ["--repository", repository]
+    args += ["--", query]  # a query may start with "-"
+    proc = run_cli(*args, env=b.env, cwd=b.cwd)
+    assert proc.returncode == 0, (query, proc.stderr)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def test_mcp_and_cli_give_the_same_hits(built: Built) -> None:
+    cli = {case: _cli(built, *case) for case in CASES}
+    got: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+    async def body() -> None:
+        async with session(built) as s:
+            r = Recorder(s)
+            for query, mode, repository in CASES:
+                args: dict[str, Any] = {"query": query, "mode": mode, "k": 8}
+                if repository:
+                    args["repository"] = repository
+                _, data = await r.ok("search_memory", args)
+                got[(query, mode, repository)] = data
+
+    run(body, timeout=120)
+    for case in CASES:
+        want, have = cli[case], got[case]
+        assert [_key(h) for h in have["hits"]] == [_key(h) for h in want["hits"]], case
+        assert [h["score"] for h in have["hits"]] == pytest.approx(  # JSON rounds differently
+            [h["score"] for h in want["hits"]], abs=1e-5), case
+        assert [h["snippet"] for h in have["hits"]] == [h["snippet"] for h in want["hits"]]
+        assert (have["matches"], have["mode"]) == (want["matches"], want["mode"]), case
+    assert sum(len(got[c]["hits"]) for c in CASES) > 80
+    assert any(got[c]["matches"] == 0 for c in CASES)
