@@ -158,7 +158,8 @@ class ServiceFlows(ServiceReads):
                  on_progress: Callable[[ProjectionOutcome], None] | None = None,
                  vectors: bool = True,
                  on_slice: Callable[[VectorReport], None] | None = None,
-                 stop: Callable[[], bool] | None = None) -> ProjectionReport:
+                 stop: Callable[[], bool] | None = None,
+                 stage_one: bool = True) -> ProjectionReport:
         """:meth:`project` without queueing the embedder change (the flow did it)."""
         from memlens.core.projection import run as proj
 
@@ -167,7 +168,7 @@ class ServiceFlows(ServiceReads):
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
             retry_base=ps.retry_base_seconds, retry_cap=ps.retry_max_seconds,
             on_progress=on_progress, vectors=vectors, cap=ps.max_vectors_per_document,
-            on_slice=on_slice, stop=stop)
+            on_slice=on_slice, stop=stop, stage_one=stage_one)
 
     def vectors_waiting(self) -> int:
         """Live documents whose vectors are still being computed (searchable lexically)."""
@@ -232,9 +233,10 @@ class ServiceFlows(ServiceReads):
 
     # -- projecting the queue (every flow ends with it) ----------------------------------
     def _project_queue(self, progress: Progress | None, cancelled: Cancelled | None, *,
-                       batch: int = PROJECT_BATCH) -> ProjectionReport:
+                       batch: int = PROJECT_BATCH, vectors: bool = True) -> ProjectionReport:
         """Queue the embedder change once, then stage 1 of every queued document in
-        batches (each searchable before the next), then stage 2; the merged report."""
+        batches (each searchable before the next), then (with ``vectors``) stage 2; the
+        merged report."""
         from memlens.core.projection import reports as proj
 
         stop = cancelled or _never
@@ -261,14 +263,15 @@ class ServiceFlows(ServiceReads):
             _emit(progress, BatchProjected(part, rep))
             if rep.stopped:  # a full disk: the rest would fail the same way
                 return proj.ProjectionReport.merged(reports)
-        if not stop():
+        if vectors and not stop():
             reports.append(self._project_vectors(progress, cancelled))
         return proj.ProjectionReport.merged(reports)
 
-    def _project_vectors(self, progress: Progress | None,
-                         cancelled: Cancelled | None) -> ProjectionReport:
-        """Stage 2 (and stage 1 of whatever was queued meanwhile): the vectors of every
-        waiting document in short slices, a :class:`VectorSlice` after each."""
+    def _project_vectors(self, progress: Progress | None, cancelled: Cancelled | None, *,
+                         stage_one: bool = True) -> ProjectionReport:
+        """Stage 2 (and, with ``stage_one``, stage 1 of whatever was queued meanwhile):
+        the vectors of every waiting document in short slices, a :class:`VectorSlice`
+        after each."""
         from memlens.core.projection.changes import vectors_left
 
         waiting = vectors_left(self.conn()) if progress is not None else []
@@ -278,7 +281,8 @@ class ServiceFlows(ServiceReads):
         def on_slice(v: VectorReport) -> None:
             _emit(progress, VectorSlice(left, v.written, v.cached, total))
 
-        rep = self._project(on_slice=on_slice if progress is not None else None, stop=cancelled)
+        rep = self._project(on_slice=on_slice if progress is not None else None, stop=cancelled,
+                            stage_one=stage_one)
         if waiting:
             _emit(progress, RowsChanged(left))
         return rep
@@ -373,15 +377,29 @@ class ServiceFlows(ServiceReads):
         return RechunkOutcome(self.chunker_config(), len(ids), tuple(changed), rep)
 
     def after_change(self, changes: Sequence[FileChange], *, reconcile: bool = False,
-                     progress: Progress | None = None,
+                     vectors: bool = True, progress: Progress | None = None,
                      cancelled: Cancelled | None = None) -> ProjectionReport | None:
         """What follows a batch of changes the caller ingested (the watcher, with
         :meth:`ingest`): project the queue — the changed documents are in it — stage 1
         then the vectors, on the caller's thread. Nothing (None) when no file changed,
-        unless ``reconcile`` (a full pass also picks up what earlier runs left queued)."""
+        unless ``reconcile`` (a full pass also picks up what earlier runs left queued).
+
+        Without ``vectors`` only stage 1 runs here (searchable by words when it returns);
+        the caller then runs :meth:`vectors_between_changes` on a thread of its own, so
+        the next change's stage 1 never waits for this one's embedding (the watcher)."""
         if not reconcile and all(c.kind == "unchanged" for c in changes):
             return None
-        return self._project_queue(progress, cancelled)
+        return self._project_queue(progress, cancelled, vectors=vectors)
+
+    def vectors_between_changes(self, *, progress: Progress | None = None,
+                                cancelled: Cancelled | None = None) -> ProjectionReport:
+        """Stage 2 alone, for a caller whose other thread runs stage 1 with
+        :meth:`after_change` (``vectors=False``): the vectors of every waiting document in
+        short slices, a :class:`VectorSlice` after each; ``cancelled`` is asked before
+        each slice (the watcher answers True as soon as a new change waits, and calls
+        this again once its stage 1 is done). No stage 1 runs here: it is the other
+        thread's, and both threads would claim as the same process."""
+        return self._project_vectors(progress, cancelled, stage_one=False)
 
     def retry(self, doc_id: int, *, progress: Progress | None = None) -> ProjectionReport:
         """Retry one document's projection now, ignoring back-off (stage 1 and its
