@@ -8,7 +8,12 @@ connection, like a second process would) until each edit's unique token is found
 * single: one file edited at a time, the next edit after the previous one is
   searchable (``--edits`` samples);
 * burst: ``--burst-size`` files written at once; every file is one sample,
-  measured from the start of the burst (``--bursts`` bursts).
+  measured from the start of the burst (``--bursts`` bursts);
+* while embedding (``--while-embedding N`` samples, default 20): a large file
+  (``--big-sections`` sections, one chunk each) is rewritten, and once its words are
+  searchable (its vectors are being computed now) one small file is edited; the sample
+  is that edit's latency. Before issue 43 the watcher computed the large file's vectors
+  in its loop, so the edit waited for them.
 
 The floor (issue 43): a bare :func:`watchfiles.watch` over the edited folder, with the
 watcher's own debounce, step and poll settings, runs in another thread during the whole
@@ -140,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stable-ms", type=int, default=None, help="default: config (100)")
     ap.add_argument("--embedder", default=None,
                     help="embedder name (default: config 'auto' = shipped static model)")
+    ap.add_argument("--while-embedding", type=int, default=20,
+                    help="edits made while a large file's vectors are computed (20)")
+    ap.add_argument("--big-sections", type=int, default=40,
+                    help="sections (chunks) of that large file (40)")
     ap.add_argument("--load", type=int, default=0,
                     help="busy loops to run meanwhile (issue 43's 'under load': 2)")
     ap.add_argument("--json", action="store_true")
@@ -197,6 +206,22 @@ def _measure(args: argparse.Namespace) -> int:
             time.sleep(0.05)
         single_batches = w.batches - b0
 
+        embedding: list[float] = []
+        raw_embedding: list[float] = []
+        big = bench / "big.md"
+        for n in range(args.while_embedding):
+            btok = f"wlbig{n:04}x"
+            big.write_text("# Big\n\n" + "".join(
+                f"## Part {k}\n\n{btok} part {k} of round {n}: " + " ".join(
+                    f"w{(k * 7919 + j * 104729 + n) % 100003}" for j in range(60)) + "\n\n"
+                for k in range(args.big_sections)))
+            wait_searchable(reader, {btok: time.perf_counter()})
+            tok = f"wlembed{n:04}x"
+            t0 = time.perf_counter()
+            target.write_text(f"# Bench 0\n\nwhile embedding {n} {tok}\n")
+            embedding.extend(wait_searchable(reader, {tok: t0}, timeout=60).values())
+            raw_embedding.append(raw_events.first_after(target.name, t0))
+
         burst: list[float] = []
         whole: list[float] = []
         b0 = w.batches
@@ -224,6 +249,11 @@ def _measure(args: argparse.Namespace) -> int:
                        "raw_p50_ms": round(pct(raw_single, 50) * 1000, 1),
                        "raw_p95_ms": round(pct(raw_single, 95) * 1000, 1),
                        "ratio_p50": round(pct(single, 50) / pct(raw_single, 50), 2)},
+            "while_embedding": ({**summary(embedding), "big_sections": args.big_sections,
+                                 "raw_p50_ms": round(pct(raw_embedding, 50) * 1000, 1),
+                                 "ratio_p50": round(pct(embedding, 50)
+                                                    / pct(raw_embedding, 50), 2)}
+                                if embedding else None),
             "burst": {**summary(burst), "burst_size": args.burst_size, "bursts": args.bursts,
                       "whole_burst_p50_ms": round(pct(whole, 50) * 1000, 1),
                       "batches": burst_batches,
@@ -246,6 +276,12 @@ def _measure(args: argparse.Namespace) -> int:
               f"max {s['max_ms']:>6} ms  ({s['batches']} batches)")
         print(f"             raw watchfiles event p50 {s['raw_p50_ms']} ms  p95 "
               f"{s['raw_p95_ms']} ms  -> ratio p50 {s['ratio_p50']}x the raw event")
+        e = out["while_embedding"]
+        if e:
+            print(f"while embedding ({e['big_sections']} sections) n={e['n']:<4} p50 "
+                  f"{e['p50_ms']:>6} ms  p95 {e['p95_ms']:>6} ms  max {e['max_ms']:>6} ms")
+            print(f"             raw watchfiles event p50 {e['raw_p50_ms']} ms  -> ratio p50 "
+                  f"{e['ratio_p50']}x the raw event")
         print(f"burst x{b['burst_size']:<3} n={b['n']:<4} p50 {b['p50_ms']:>6} ms  p95 "
               f"{b['p95_ms']:>6} ms  max {b['max_ms']:>6} ms  whole burst p50 "
               f"{b['whole_burst_p50_ms']} ms  ({b['batches']} batches for {b['bursts']} bursts)")

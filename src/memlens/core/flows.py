@@ -25,6 +25,7 @@ to be finished by the next one). Core-internal: the UI imports only
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,12 +77,15 @@ class ServiceFlows(ServiceReads):
     # -- steps --------------------------------------------------------------------
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
                on_change: Callable[[FileChange], None] | None = None,
-               only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
+               only_paths: dict[Path, set[str]] | None = None,
+               on_stored: Callable[[], None] | None = None) -> IngestOutcome:
         """Ingest memory roots durably, then (unless deferred) project pending work
-        (:meth:`project`).
+        (:meth:`project`). Files are stored in batches (a transaction per batch, a
+        savepoint per file); ``on_stored`` is called after each batch is committed.
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
+        from memlens.core.ingest import pipeline
         from memlens.core.ingest.pipeline import IngestReport, ingest_root
         from memlens.core.projection import queue as proj
 
@@ -90,13 +94,24 @@ class ServiceFlows(ServiceReads):
         key = self.install_key()
         report = IngestReport()
         limits = self.settings.limits  # [limits], where MEMLENS_MAX_* overrides
-        for root in roots:
+        last = [time.monotonic()]
+
+        def stored() -> None:
+            last[0] = time.monotonic()
+            if on_stored is not None:
+                on_stored()
+
+        for i, root in enumerate(roots):
+            if on_stored is not None and i and \
+                    time.monotonic() - last[0] >= pipeline.BATCH_SECONDS:
+                stored()  # the folders before this one have waited long enough
             sel = only_paths.get(root.path) if only_paths is not None else None
             if only_paths is not None and sel is None:
                 continue
             part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
                                max_bytes=limits.max_file_bytes,
-                               max_chunks=limits.max_chunks_per_file, on_change=on_change)
+                               max_chunks=limits.max_chunks_per_file, on_change=on_change,
+                               on_stored=stored if on_stored is not None else None)
             report.changes.extend(part.changes)
             report.warnings.extend(part.warnings)
             if part.stopped:
@@ -108,11 +123,21 @@ class ServiceFlows(ServiceReads):
         return IngestOutcome(report, pr, proj.pending_count(conn))
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
-        from memlens.core.store.records import apply_retention
+        """Prune old revisions of the changed documents, in one transaction (a savepoint
+        per document): not one write transaction more per changed file."""
+        from memlens.core.store.db import write_batch
+        from memlens.core.store.records import apply_retention, with_history
 
         ret = self.settings.retention
-        for d in set(doc_ids):
-            apply_retention(self.conn(), d, ret.max_revisions, ret.max_age_days, self.clock())
+        if not doc_ids or (ret.max_revisions <= 0 and ret.max_age_days <= 0):
+            return
+        conn = self.conn()
+        older = with_history(conn, doc_ids)  # the others have nothing to prune
+        if not older:
+            return
+        with write_batch(conn):
+            for d in older:
+                apply_retention(conn, d, ret.max_revisions, ret.max_age_days, self.clock())
 
     def mark_embedder_changes(self) -> int:
         """Queue live documents projected with another embedder; returns how many.
@@ -293,21 +318,35 @@ class ServiceFlows(ServiceReads):
                  cancelled: Cancelled | None = None) -> IngestOutcome:
         """Start-up (``memlens ingest``, the TUI's first job, the benchmark): ingest the
         roots durably (a :class:`FileRead` per file, then :class:`IngestDone`), then
-        project the queue (module docstring). A full disk during the ingest ends it there.
-        ``cancelled`` is asked between projection batches and vector slices."""
+        project the queue (module docstring). Each batch the ingest commits (every
+        :data:`~memlens.core.ingest.pipeline.BATCH_FILES` files or
+        :data:`~memlens.core.ingest.pipeline.BATCH_SECONDS` of reading) gets its stage 1
+        at once, so the first files are searchable by their words while the rest of a
+        long walk is read; the vectors wait for the walk's end. A full disk during the
+        ingest ends it there. ``cancelled`` is asked between projection batches and
+        vector slices."""
+        from memlens.core.projection import reports as proj
+
         done = 0
+        early: list[ProjectionReport] = []
 
         def on_change(ch: FileChange) -> None:
             nonlocal done
             done += 1
             _emit(progress, FileRead(ch, done))
 
-        out = self.ingest(roots, project=False, on_change=on_change)
+        def on_stored() -> None:  # stage 1 of the batch just committed
+            if not (cancelled or _never)():
+                early.append(self._project_queue(progress, cancelled, batch=batch,
+                                                 vectors=False))
+
+        out = self.ingest(roots, project=False, on_change=on_change, on_stored=on_stored)
         _emit(progress, IngestDone(out.report))
         if out.report.stopped:
             return out
         rep = self._project_queue(progress, cancelled, batch=batch)
-        return IngestOutcome(out.report, rep, self.pending_count())
+        return IngestOutcome(out.report, proj.ProjectionReport.merged([*early, rep]),
+                             self.pending_count())
 
     def rechunk_and_project(self, doc_ids: Sequence[int] | None, config: ChunkerConfig, *,
                             project: bool = True, repository: str | None = None,

@@ -1,7 +1,11 @@
 """The ingest pipeline: scan -> read -> redact -> hash -> chunk -> durable write.
 
-Each file is written in its own transaction, so one bad file never blocks or
-undoes another, and nothing already stored is lost when a file cannot be read.
+Files are written in batches: one transaction per :data:`BATCH_FILES` files or
+:data:`BATCH_SECONDS` of reading, whichever comes first, and each file in its own
+savepoint inside it, so one bad file never blocks or undoes another, and nothing
+already stored is lost when a file cannot be read. A batch is committed while the rest
+of the folder is still being read, and ``on_stored`` is called after each such batch
+(start-up makes it searchable there; the folder's last batch is left to the caller).
 Projection is a separate step (:mod:`memlens.core.projection.swap`).
 
 Change detection per memory root:
@@ -49,6 +53,7 @@ from memlens.core.ingest.sources import (
 )
 from memlens.core.projection.swap import delete_nodes
 from memlens.core.redact.engine import redact
+from memlens.core.store.db import write_batch
 from memlens.core.store.records import (
     PreparedFile,
     SourceChanged,
@@ -70,6 +75,14 @@ DEFAULT_MAX_CHUNKS_PER_FILE = 5000
 """The per-file chunk cap when none is passed (``[limits] max_chunks_per_file``, where
 ``MEMLENS_MAX_CHUNKS_PER_FILE`` overrides, is the one the service passes): a heading-dense
 file could otherwise turn into hundreds of thousands of rows."""
+
+
+BATCH_FILES = 256
+"""Most files stored in one write transaction (each in a savepoint of its own)."""
+
+BATCH_SECONDS = 0.5
+"""A batch is also committed this long after its first file, so the first files of a
+long walk are stored (and, at start-up, searchable) while the rest is read."""
 
 
 @dataclass(frozen=True)
@@ -267,34 +280,33 @@ def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[
     return files, errored
 
 
-def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
-                     root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
-                     max_bytes: int, emit: Emit, errored: set[str],
-                     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE) -> list[PreparedFile]:
-    """Prepare every file not caught by the stat fast path; failures go to ``errored``.
+def _prepare_one(sf: SourceFile, live: dict[str, dict[str, Any]], root: MemoryRoot,
+                 configs: dict[int | None, ChunkerChoice], key: bytes, max_bytes: int,
+                 emit: Emit, errored: set[str],
+                 max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE) -> PreparedFile | None:
+    """Prepare one file unless the stat fast path finds it unchanged (None then);
+    a failure goes to ``errored`` (None).
 
     ``configs`` maps a document id to its remembered chunker choice (None: the
     choice for documents without one of their own)."""
-    prepared: list[PreparedFile] = []
-    for sf in files:
-        doc = live.get(sf.logical_path)
-        config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
-        try:
-            if doc is not None and doc["source_path"] == source_path_of(sf):
-                st = stat_file(sf.abs_path)
-                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
-                    emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
-                    continue
-            prepared.append(prepare_file(sf, config, key, max_bytes, max_chunks))
-        except SourceError as exc:
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path,
-                            error=f"internal error while reading ({exc.__class__.__name__}: "
-                            f"{exc}); please report it"))
-    return prepared
+    doc = live.get(sf.logical_path)
+    config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
+    try:
+        if doc is not None and doc["source_path"] == source_path_of(sf):
+            st = stat_file(sf.abs_path)
+            if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
+                emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
+                return None
+        return prepare_file(sf, config, key, max_bytes, max_chunks)
+    except SourceError as exc:
+        errored.add(sf.logical_path)
+        emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
+        errored.add(sf.logical_path)
+        emit(FileChange("failed", root.repository, sf.logical_path,
+                        error=f"internal error while reading ({exc.__class__.__name__}: "
+                        f"{exc}); please report it"))
+    return None
 
 
 def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[PreparedFile]
@@ -320,6 +332,86 @@ def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[Prepa
 
 class _DiskFull(Exception):
     """The database's disk is full: the run stops, what is stored stays."""
+
+
+class _BatchLost(Exception):
+    """SQLite rolled the whole batch transaction back by itself (an I/O error)."""
+
+
+class _Batches:
+    """The files of an ingest, stored in batches (see the module docstring).
+
+    A file's change is reported (``emit``) once its batch is committed. When SQLite
+    rolls a whole batch back by itself (an I/O error in one file's write), that file is
+    reported failed and the batch's other files are written again one transaction
+    each, so a failing file still loses nothing else; a batch whose commit fails (an
+    I/O error) is written again the same way. A full disk stops the run
+    (:class:`_DiskFull`, the batch's files left in ``pending``: not stored).
+    """
+
+    def __init__(self, conn: apsw.Connection, now: Clock, emit: Emit,
+                 vanished: Sequence[dict[str, Any]], on_stored: Callable[[], None] | None,
+                 files: int, seconds: float) -> None:
+        self.conn, self.now, self.emit, self.vanished = conn, now, emit, vanished
+        self.on_stored, self.files, self.seconds = on_stored, max(1, files), seconds
+        self.pending: list[tuple[PreparedFile, dict[str, Any] | None, dict[str, int]]] = []
+        self.started = time.monotonic()
+
+    def add(self, pf: PreparedFile, existing: dict[str, Any] | None,
+            renames: dict[str, int] | None = None) -> None:
+        if not self.pending:
+            self.started = time.monotonic()
+        self.pending.append((pf, existing, renames or {}))
+        self.due()
+
+    def due(self) -> None:
+        """Commit the batch when it is full or its first file waited long enough; then
+        ``on_stored``."""
+        if len(self.pending) >= self.files or (
+                self.pending and time.monotonic() - self.started >= self.seconds):
+            self.flush(stored=True)
+
+    def flush(self, *, stored: bool = False) -> None:
+        """Write and commit the pending files (raises :class:`_DiskFull`); with
+        ``stored``, call ``on_stored`` afterwards."""
+        todo, self.pending = self.pending, []
+        if not todo:
+            return
+        done: list[FileChange] = []
+        lost = -1  # the file whose write SQLite answered by rolling the batch back
+        try:
+            with write_batch(self.conn):
+                for i, (pf, existing, renames) in enumerate(todo):
+                    _write_prepared(self.conn, pf, renames, self.vanished, existing,
+                                    self.now, done.append)
+                    if not self.conn.in_transaction:
+                        lost = i
+                        raise _BatchLost
+        except _BatchLost:
+            self.emit(done[-1])  # that file's failure, as in a batch of one
+        except _DiskFull:
+            self.pending = todo  # nothing of the batch was stored
+            raise
+        except apsw.FullError as exc:  # at the commit
+            self.pending = todo
+            raise _DiskFull(str(exc)) from exc
+        except apsw.Error:
+            pass  # the commit failed (an I/O error): nothing of the batch was stored
+        else:
+            for ch in done:
+                self.emit(ch)
+            todo = []
+        # what the batch held is written again, one transaction per file
+        for i, (pf, existing, renames) in enumerate(todo):
+            if i != lost:
+                try:
+                    _write_prepared(self.conn, pf, renames, self.vanished, existing,
+                                    self.now, self.emit)
+                except _DiskFull:
+                    self.pending = todo[i:]
+                    raise
+        if stored and self.on_stored is not None:
+            self.on_stored()
 
 
 def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, int],
@@ -364,6 +456,9 @@ def ingest_root(
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
     on_change: Callable[[FileChange], None] | None = None,
+    on_stored: Callable[[], None] | None = None,
+    batch_files: int | None = None,
+    batch_seconds: float | None = None,
 ) -> IngestReport:
     """Ingest one memory root (or only some logical paths of it).
 
@@ -380,7 +475,12 @@ def ingest_root(
         max_bytes: Files larger than this are refused with a per-file error.
         max_chunks: Files splitting into more chunks are refused the same way
             (the caller passes ``[limits] max_chunks_per_file``).
-        on_change: Called after each applied change.
+        on_change: Called after each applied change (a stored file's once its batch
+            is committed).
+        on_stored: Called after each batch committed while the folder is still being
+            read (start-up projects it there); not after the folder's last batch.
+        batch_files, batch_seconds: When a batch is committed (default
+            :data:`BATCH_FILES`, :data:`BATCH_SECONDS`).
     """
     report = IngestReport()
 
@@ -414,29 +514,51 @@ def ingest_root(
             tagged_cache[source_root] = {f.logical_path for f in there}
         return tagged_cache[source_root]
     configs = chunker_choice.resolver(conn, root.repository, config)
-    prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored,
-                                max_chunks)
-
     vanished = [
         d for p, d in live.items()
         if p not in seen and p not in errored and (wanted is None or p in wanted)
         and _vanished(d, tagged)
     ]
-    existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
-                     for pf in prepared}
-    renames = _infer_renames(vanished, [pf for pf in prepared
-                                        if existing_docs[pf.logical_path] is None])
+    # A new file with the content of a vanished document may be its rename: decided once
+    # every file is read (a rename needs exactly one file on each side). Every other
+    # file is stored as it comes.
+    gone_hashes = {str(d["content_hash"]) for d in vanished}
+    deferred: list[PreparedFile] = []
+    batches = _Batches(conn, now, emit, vanished, on_stored,
+                       BATCH_FILES if batch_files is None else batch_files,
+                       BATCH_SECONDS if batch_seconds is None else batch_seconds)
+    read = 0
+    try:
+        for sf in files:
+            read += 1
+            pf = _prepare_one(sf, live, root, configs, key, max_bytes, emit, errored, max_chunks)
+            if pf is None:
+                batches.due()
+                continue
+            existing = find_document(conn, pf.repository, pf.logical_path)
+            if existing is None and pf.content_hash in gone_hashes:
+                deferred.append(pf)
+            else:
+                batches.add(pf, existing)
+        batches.flush()
+        renames = _infer_renames(vanished, deferred)
+        for pf in deferred:
+            batches.add(pf, None, renames)
+        deferred = []
+        batches.flush()
+    except _DiskFull as exc:
+        left = len(batches.pending) + len(deferred)
+        unread = len(files) - read
+        report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
+                          "stored" + (f" and {unread} not read" if unread else "")
+                          + "; free space and run it again (what was stored is kept)")
+        first = batches.pending[0][0] if batches.pending else None
+        emit(FileChange("failed", root.repository,
+                        first.logical_path if first is not None else ".",
+                        error=report.stopped))
+        return report
     renamed_ids = set(renames.values())
 
-    for i, pf in enumerate(prepared):
-        try:
-            _write_prepared(conn, pf, renames, vanished, existing_docs[pf.logical_path], now, emit)
-        except _DiskFull as exc:
-            left = len(prepared) - i
-            report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
-                              "stored; free space and run it again (what was stored is kept)")
-            emit(FileChange("failed", pf.repository, pf.logical_path, error=report.stopped))
-            return report
     for d in vanished:
         if d["id"] in renamed_ids:
             continue
@@ -472,4 +594,5 @@ def _rename_old_names(conn: apsw.Connection, root: MemoryRoot, live: dict[str, d
             live[new] = {**live.pop(old), "logical_path": new, "source_path": src}
 
 
-__all__ = ["DEFAULT_MAX_CHUNKS_PER_FILE", "FileChange", "IngestReport", "ingest_root", "prepare_file", "Path"]
+__all__ = ["BATCH_FILES", "BATCH_SECONDS", "DEFAULT_MAX_CHUNKS_PER_FILE", "FileChange",
+           "IngestReport", "ingest_root", "prepare_file", "Path"]

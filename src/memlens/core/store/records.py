@@ -573,6 +573,15 @@ def apply_retention(conn: apsw.Connection, doc_id: int, max_revisions: int,
     return len(doomed)
 
 
+def with_history(conn: apsw.Connection, doc_ids: Sequence[int]) -> list[int]:
+    """The documents of ``doc_ids`` with more than one revision, in id order: only they
+    can have one :func:`apply_retention` prunes (the current revision is always kept)."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT document_id FROM memory_revisions WHERE document_id IN"
+        " (SELECT value FROM json_each(?)) GROUP BY document_id HAVING COUNT(*) > 1"
+        " ORDER BY document_id", (json.dumps(sorted(set(doc_ids))),))]
+
+
 def document_ids(conn: apsw.Connection) -> list[int]:
     """Every document id, live and tombstoned, in id order."""
     return [int(r[0]) for r in conn.execute("SELECT id FROM memory_documents ORDER BY id")]
