@@ -241,7 +241,7 @@ def _measure(args: argparse.Namespace) -> int:
         burst_batches = w.batches - b0
         raw_events.close()
         stop.set()
-        th.join(10)
+        th.join(300)  # the vector thread ends its slice in hand first
         out: dict[str, Any] = {
             "settings": {"debounce_ms": w._debounce_ms, "stable_ms": int(w._stable_s * 1000),
                          "embedder": svc.embedder_label(), "busy_loops": args.load},
