@@ -39,6 +39,7 @@ import apsw
 from memlens.core.chunking import choice as chunker_choice
 from memlens.core.chunking.choice import ChunkerChoice
 from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
+from memlens.core.ingest.batches import Emit, FileChange, _Batches, _DiskFull
 from memlens.core.ingest.installkey import keyed_hash
 from memlens.core.ingest.names import is_tagged, needs_new_name, stored_logical_path
 from memlens.core.ingest.sources import (
@@ -53,19 +54,14 @@ from memlens.core.ingest.sources import (
 )
 from memlens.core.projection.swap import delete_nodes
 from memlens.core.redact.engine import redact
-from memlens.core.store.db import write_batch
 from memlens.core.store.records import (
     PreparedFile,
-    SourceChanged,
     content_hash,
     find_document,
     live_documents_under,
     rename_identity,
     stored_names,
-    write_create,
     write_delete,
-    write_rename,
-    write_update,
 )
 
 Clock = Callable[[], float]
@@ -83,18 +79,6 @@ BATCH_FILES = 256
 BATCH_SECONDS = 0.5
 """A batch is also committed this long after its first file, so the first files of a
 long walk are stored (and, at start-up, searchable) while the rest is read."""
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One change applied by ingest (for progress lines and the watcher)."""
-
-    kind: str  # create | update | rename | delete | unchanged | failed
-    repository: str
-    path: str
-    document_id: int | None = None
-    previous_path: str | None = None
-    error: str | None = None
 
 
 @dataclass
@@ -217,9 +201,6 @@ def _vanished(doc: dict[str, object], tagged: TaggedLookup | None = None) -> boo
     return stat.S_ISDIR(st.st_mode)
 
 
-Emit = Callable[[FileChange], None]
-
-
 Trust = Callable[[SourceFile], bool]
 
 
@@ -330,121 +311,6 @@ def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[Prepa
     return renames
 
 
-class _DiskFull(Exception):
-    """The database's disk is full: the run stops, what is stored stays."""
-
-
-class _BatchLost(Exception):
-    """SQLite rolled the whole batch transaction back by itself (an I/O error)."""
-
-
-class _Batches:
-    """The files of an ingest, stored in batches (see the module docstring).
-
-    A file's change is reported (``emit``) once its batch is committed. When SQLite
-    rolls a whole batch back by itself (an I/O error in one file's write), that file is
-    reported failed and the batch's other files are written again one transaction
-    each, so a failing file still loses nothing else; a batch whose commit fails (an
-    I/O error) is written again the same way. A full disk stops the run
-    (:class:`_DiskFull`, the batch's files left in ``pending``: not stored).
-    """
-
-    def __init__(self, conn: apsw.Connection, now: Clock, emit: Emit,
-                 vanished: Sequence[dict[str, Any]], on_stored: Callable[[], None] | None,
-                 files: int, seconds: float) -> None:
-        self.conn, self.now, self.emit, self.vanished = conn, now, emit, vanished
-        self.on_stored, self.files, self.seconds = on_stored, max(1, files), seconds
-        self.pending: list[tuple[PreparedFile, dict[str, Any] | None, dict[str, int]]] = []
-        self.started = time.monotonic()
-
-    def add(self, pf: PreparedFile, existing: dict[str, Any] | None,
-            renames: dict[str, int] | None = None) -> None:
-        if not self.pending:
-            self.started = time.monotonic()
-        self.pending.append((pf, existing, renames or {}))
-        self.due()
-
-    def due(self) -> None:
-        """Commit the batch when it is full or its first file waited long enough; then
-        ``on_stored``."""
-        if len(self.pending) >= self.files or (
-                self.pending and time.monotonic() - self.started >= self.seconds):
-            self.flush(stored=True)
-
-    def flush(self, *, stored: bool = False) -> None:
-        """Write and commit the pending files (raises :class:`_DiskFull`); with
-        ``stored``, call ``on_stored`` afterwards."""
-        todo, self.pending = self.pending, []
-        if not todo:
-            return
-        done: list[FileChange] = []
-        lost = -1  # the file whose write SQLite answered by rolling the batch back
-        try:
-            with write_batch(self.conn):
-                for i, (pf, existing, renames) in enumerate(todo):
-                    _write_prepared(self.conn, pf, renames, self.vanished, existing,
-                                    self.now, done.append)
-                    if not self.conn.in_transaction:
-                        lost = i
-                        raise _BatchLost
-        except _BatchLost:
-            self.emit(done[-1])  # that file's failure, as in a batch of one
-        except _DiskFull:
-            self.pending = todo  # nothing of the batch was stored
-            raise
-        except apsw.FullError as exc:  # at the commit
-            self.pending = todo
-            raise _DiskFull(str(exc)) from exc
-        except apsw.Error:
-            pass  # the commit failed (an I/O error): nothing of the batch was stored
-        else:
-            for ch in done:
-                self.emit(ch)
-            todo = []
-        # what the batch held is written again, one transaction per file
-        for i, (pf, existing, renames) in enumerate(todo):
-            if i != lost:
-                try:
-                    _write_prepared(self.conn, pf, renames, self.vanished, existing,
-                                    self.now, self.emit)
-                except _DiskFull:
-                    self.pending = todo[i:]
-                    raise
-        if stored and self.on_stored is not None:
-            self.on_stored()
-
-
-def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, int],
-                    vanished: Sequence[dict[str, Any]], existing: dict[str, Any] | None,
-                    now: Clock, emit: Emit) -> None:
-    """Write one prepared file as a rename, create or update revision.
-
-    Raises:
-        _DiskFull: The write failed because the disk is full (rolled back).
-    """
-    try:
-        if pf.logical_path in renames:
-            doc_id = renames[pf.logical_path]
-            old = next(str(d["logical_path"]) for d in vanished if d["id"] == doc_id)
-            write_rename(conn, doc_id, pf, now())
-            emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
-            return
-        if existing is None or existing["tombstoned_at"] is not None:
-            doc_id = write_create(conn, pf, now())
-            emit(FileChange("create", pf.repository, pf.logical_path, doc_id))
-        else:
-            kind = write_update(conn, int(existing["id"]), pf, now())
-            emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
-                            pf.logical_path, int(existing["id"])))
-    except SourceChanged as exc:
-        emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
-    except apsw.FullError as exc:
-        raise _DiskFull(str(exc)) from exc
-    except apsw.Error as exc:
-        emit(FileChange("failed", pf.repository, pf.logical_path,
-                        error=f"database error: {exc}"))
-
-
 def ingest_root(
     conn: apsw.Connection,
     root: MemoryRoot,
@@ -547,6 +413,7 @@ def ingest_root(
         deferred = []
         batches.flush()
     except _DiskFull as exc:
+        batches.close()
         left = len(batches.pending) + len(deferred)
         unread = len(files) - read
         report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
@@ -557,6 +424,8 @@ def ingest_root(
                         first.logical_path if first is not None else ".",
                         error=report.stopped))
         return report
+    finally:
+        batches.close()
     renamed_ids = set(renames.values())
 
     for d in vanished:
