@@ -15,7 +15,13 @@ import pytest
 from memlens.core import faults
 from memlens.core.ingest import pipeline
 from memlens.core.service import MemoryService
-from memlens.core.types import BatchProjected, FileRead, IngestDone, ProgressEvent
+from memlens.core.types import (
+    BatchProjected,
+    DocumentProjected,
+    FileRead,
+    IngestDone,
+    ProgressEvent,
+)
 from tests.conftest import MemoryTree
 
 FILES = 7
@@ -77,6 +83,11 @@ def test_first_batch_is_searchable_before_the_walk_ends(
         == sorted(d.id for d in svc.list_documents())
     done = next(e for e in events if isinstance(e, IngestDone))
     assert len(done.report.changes) == FILES
+    # the flow counts its projected documents on across the walk's batches (the TUI
+    # shows "projecting n of total" from these)
+    projected = [e for e in events if isinstance(e, DocumentProjected)]
+    assert [e.done for e in projected] == list(range(1, FILES + 1))
+    assert projected[-1].total == FILES
 
 
 def test_a_batch_is_one_write_transaction(

@@ -258,10 +258,12 @@ class ServiceFlows(ServiceReads):
 
     # -- projecting the queue (every flow ends with it) ----------------------------------
     def _project_queue(self, progress: Progress | None, cancelled: Cancelled | None, *,
-                       batch: int = PROJECT_BATCH, vectors: bool = True) -> ProjectionReport:
+                       batch: int = PROJECT_BATCH, vectors: bool = True,
+                       done_before: int = 0) -> ProjectionReport:
         """Queue the embedder change once, then stage 1 of every queued document in
         batches (each searchable before the next), then (with ``vectors``) stage 2; the
-        merged report."""
+        merged report. ``done_before``: documents this flow projected in earlier calls
+        (start-up's, during the walk), counted on in :class:`DocumentProjected`."""
         from memlens.core.projection import reports as proj
 
         stop = cancelled or _never
@@ -269,12 +271,12 @@ class ServiceFlows(ServiceReads):
         ids = self.queued_document_ids()
         size = max(1, batch)
         reports: list[ProjectionReport] = []
-        done = 0
+        done = done_before
 
         def outcome(o: ProjectionOutcome) -> None:
             nonlocal done
             done += 1
-            _emit(progress, DocumentProjected(o, done, len(ids)))
+            _emit(progress, DocumentProjected(o, done, done_before + len(ids)))
 
         for start in range(0, len(ids), size):
             if stop():
@@ -337,14 +339,16 @@ class ServiceFlows(ServiceReads):
 
         def on_stored() -> None:  # stage 1 of the batch just committed
             if not (cancelled or _never)():
-                early.append(self._project_queue(progress, cancelled, batch=batch,
-                                                 vectors=False))
+                early.append(self._project_queue(
+                    progress, cancelled, batch=batch, vectors=False,
+                    done_before=sum(len(r.outcomes) for r in early)))
 
         out = self.ingest(roots, project=False, on_change=on_change, on_stored=on_stored)
         _emit(progress, IngestDone(out.report))
         if out.report.stopped:
             return out
-        rep = self._project_queue(progress, cancelled, batch=batch)
+        rep = self._project_queue(progress, cancelled, batch=batch,
+                                  done_before=sum(len(r.outcomes) for r in early))
         return IngestOutcome(out.report, proj.ProjectionReport.merged([*early, rep]),
                              self.pending_count())
 
