@@ -258,7 +258,11 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
     if ev.kind == "change" and ev.repository and ev.path:
         reason = (ev.error or ev.message) if ev.change_kind == "failed" else None
         file = (ev.repository, ev.path, reason)
+    # the vector thread's summary (a projection event of no file) refreshes the rows but
+    # leaves the line showing the last file the watcher handled
+    keep = ev.kind == "projection" and not ev.path
     return WatchStatus(
-        state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
+        state, last=None if keep else
+        f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
         queue=queue, error=_watch_problem(ev), file=file,
         changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])

@@ -330,12 +330,12 @@ def write_create(conn: apsw.Connection, pf: PreparedFile, now: float) -> int:
             doc_id = int(existing["id"])
             _set_fields(conn, doc_id, {**fields, "tombstoned_at": None})
         faults.checkpoint("store.document")
-        _record_revision(conn, doc_id, "create", pf, now)
+        _record_revision(conn, doc_id, "create", pf, now, new=existing is None)
     return doc_id
 
 
 def _record_revision(conn: apsw.Connection, doc_id: int, kind: str, pf: PreparedFile, now: float,
-                     previous_path: str | None = None) -> int:
+                     previous_path: str | None = None, *, new: bool = False) -> int:
     """The shared tail of every content-bearing write: new current revision + chunks,
     projection queued, unreferenced old chunks dropped. Returns the revision id."""
     rev = _insert_revision(conn, doc_id, kind, pf, content_hash_=pf.content_hash,
@@ -344,7 +344,8 @@ def _record_revision(conn: apsw.Connection, doc_id: int, kind: str, pf: Prepared
     insert_chunks(conn, rev, pf.chunks)
     conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
     _queue_projection(conn, doc_id, now)
-    prune_unused_chunks(conn, doc_id)
+    if not new:  # a document created now has no other revision's chunks to drop
+        prune_unused_chunks(conn, doc_id)
     faults.checkpoint("store.commit")
     return rev
 
