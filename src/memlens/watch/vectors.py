@@ -50,6 +50,7 @@ class WatchVectors(WatcherBase):
         """The vector worker's thread: wait for work and an idle consumer, run stage 2
         until done or until a change waits, repeat until the watcher stops."""
         stop = AnyEvent(stop_event, self._halt)
+        self._vectors_error: str | None = None  # the last failure reported
         try:
             while not stop.is_set():
                 with self._cond:
@@ -88,9 +89,11 @@ class WatchVectors(WatcherBase):
             self._post(self._event(
                 "projection", f"vectors: {vec.written} written ({vec.cached} from the cache)"
                 + (f"; {vec.waiting} document(s) wait for more" if vec.waiting else "")))
-        if vec is not None and vec.error:
-            self._post(self._event("error", f"vectors failed: {vec.error}; the documents "
+        error = vec.error if vec is not None else None
+        if error and error != self._vectors_error:  # once, not at every save
+            self._post(self._event("error", f"vectors failed: {error}; the documents "
                                    "stay searchable by their words and are retried later"))
+        self._vectors_error = error
         if yielded:
             with self._cond:
                 self._vectors_wanted = True
