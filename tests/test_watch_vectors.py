@@ -115,3 +115,38 @@ def test_after_change_without_vectors_leaves_them_to_the_vector_flow(
     done = svc.vectors_between_changes()
     assert done.vectors is not None and done.vectors.written >= 1
     assert svc.vectors_waiting() == 0
+
+
+class FailingEmbedder(GatedEmbedder):
+    """Answers its fingerprint, fails every embedding (an endpoint that went away)."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.calls += 1
+        raise ConnectionError("embedding endpoint refused the connection")
+
+
+def test_a_failing_embedder_is_reported_once_and_words_stay_searchable(
+        tree: MemoryTree, make_service: Callable[..., MemoryService]) -> None:
+    tree.write("e.md", "# Echo\n\nfirst note qqecho\n")
+    emb = FailingEmbedder()
+    svc = make_service(embedder=emb)
+    events: list[WatchEvent] = []
+    w = Watcher(svc, scan_paths=[tree.projects], reconcile_seconds=0, on_event=events.append)
+    stop = threading.Event()
+    th = threading.Thread(target=w.run, args=(stop,), daemon=True)
+    th.start()
+    try:
+        wait_until(lambda: emb.calls >= 1, timeout=GATE_TIMEOUT, what="the first embedding")
+        for i in range(2):  # two more saves, each searchable, each a vector run that fails
+            tree.write(f"f{i}.md", f"# Foxtrot {i}\n\nanother note qqfox{i}\n")
+            wait_until(lambda i=i: lexical_hits(svc, f"qqfox{i}") == [f"f{i}.md"],
+                       timeout=GATE_TIMEOUT, what=f"f{i}.md by its words")
+            wait_until(lambda i=i: emb.calls >= 2 + i, timeout=GATE_TIMEOUT,
+                       what="the vector run after the save")
+        wait_until(lambda: any(e.kind == "error" for e in list(events)), what="the error")
+    finally:
+        stop.set()
+        th.join(15)
+    failures = [e for e in events if e.kind == "error" and "vectors failed" in e.message]
+    assert len(failures) == 1, [e.message for e in failures]
+    assert "refused the connection" in failures[0].message
