@@ -17,6 +17,9 @@ migrating, ``search.lexical``, the projection counters):
   (every document searchable by its words);
 * ``all_vectors``: until, in addition, no document waits for vectors (stage 2 done);
 * ``wall`` / ``cpu``: the child's wall time and its user + system CPU (``os.wait4``).
+* ``cpu_at``: the child's CPU seconds (``/proc/PID/stat``) when the first hit and all
+  lexical were seen: on a shared machine the child may get a fraction of a core, and
+  this says how much work it took to get there (issue 43).
 
 Cases:
 
@@ -166,6 +169,15 @@ def floor_ratio(db: Path, n_texts: int, vectors_per_s: float | None) -> dict[str
             "stage2_ratio": round(vectors_per_s / bare_cps, 3) if vectors_per_s else None}
 
 
+def _child_cpu(pid: int) -> float | None:
+    """The child's user + system CPU seconds so far (``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run_case(case: str, embedder: str | None, poll: float, max_seconds: float = 0.0,
              floor: bool = False, floor_texts: int = 400) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"memlens-2stage-{case}-"))
@@ -184,6 +196,7 @@ def run_case(case: str, embedder: str | None, poll: float, max_seconds: float = 
         marks: dict[str, float | None] = {"first_hit": None, "all_lexical": None,
                                           "all_vectors": None}
         last: dict[str, Any] | None = None
+        cpu_at: dict[str, float | None] = {"first_hit": None, "all_lexical": None}
         samples: list[tuple[float, int]] = []  # (t, vectors) from the first all-lexical poll
         killed = False
         while True:
@@ -196,7 +209,10 @@ def run_case(case: str, embedder: str | None, poll: float, max_seconds: float = 
                 last = st
                 if st["hit"] and marks["first_hit"] is None:
                     marks["first_hit"] = now
+                    cpu_at["first_hit"] = _child_cpu(child.pid)
                 if st["live"] >= files and st["lexical"] == st["live"]:
+                    if marks["all_lexical"] is None:
+                        cpu_at["all_lexical"] = _child_cpu(child.pid)
                     marks["all_lexical"] = marks["all_lexical"] or now
                     samples.append((now, st["vectors"]))
                     if st["waiting"] == 0:
@@ -225,6 +241,8 @@ def run_case(case: str, embedder: str | None, poll: float, max_seconds: float = 
         fl = floor_ratio(db, floor_texts, vps) if floor else None
         return {"case": case, "files": files, "exit": child.returncode, "wall": round(wall, 2),
                 "cpu": round(cpu, 2), "killed_at_max_seconds": killed,
+                "cpu_at": {k: (round(v, 2) if v is not None else None)
+                           for k, v in cpu_at.items()},
                 "vectors_per_s": round(vps, 1) if vps else None, "floor": fl,
                 **{k: (round(v, 2) if v is not None else None) for k, v in marks.items()},
                 "traceback": "Traceback" in err, "stdout": out.strip().splitlines()[-3:],
@@ -255,6 +273,8 @@ def main() -> None:
         print(f"{r['case']:>7}: {r['files']} files; first lexical hit {r['first_hit']} s;"
               f" all lexical {r['all_lexical']} s; all vectors {r['all_vectors']} s;"
               f" child wall {r['wall']} s, CPU {r['cpu']} s; exit {r['exit']};"
+              f" child CPU at the first hit {r['cpu_at']['first_hit']} s, at all lexical"
+              f" {r['cpu_at']['all_lexical']} s; load average {os.getloadavg()[0]:.2f};"
               f" traceback {r['traceback']}; stage-2 vectors/s {r['vectors_per_s']}"
               + (" (killed at --max-seconds)" if r["killed_at_max_seconds"] else ""))
         if r["floor"]:

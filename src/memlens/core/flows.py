@@ -25,6 +25,7 @@ to be finished by the next one). Core-internal: the UI imports only
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,13 +78,17 @@ class ServiceFlows(ServiceReads):
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
                on_change: Callable[[FileChange], None] | None = None,
                only_paths: dict[Path, set[str]] | None = None,
-               verify_content: bool = False) -> IngestOutcome:
+               verify_content: bool = False,
+               on_stored: Callable[[], None] | None = None) -> IngestOutcome:
         """Ingest memory roots durably, then (unless deferred) project pending work
         (:meth:`project`). ``verify_content`` reads files whose size and mtime match
-        too and compares their hash (the watcher's periodic reconcile).
+        too and compares their hash (the watcher's periodic reconcile). Files are stored
+        in batches (a transaction per batch, a savepoint per file); ``on_stored`` is
+        called after each batch is committed.
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
+        from memlens.core.ingest import pipeline
         from memlens.core.ingest.pipeline import IngestReport, ingest_root
         from memlens.core.projection import queue as proj
 
@@ -100,14 +105,25 @@ class ServiceFlows(ServiceReads):
                    " free pages or the WAL: run `memlens purge` when it is closed")
                 + "; every file is read again")
         limits = self.settings.limits  # [limits], where MEMLENS_MAX_* overrides
-        for root in roots:
+        last = [time.monotonic()]
+
+        def stored() -> None:
+            last[0] = time.monotonic()
+            if on_stored is not None:
+                on_stored()
+
+        for i, root in enumerate(roots):
+            if on_stored is not None and i and \
+                    time.monotonic() - last[0] >= pipeline.BATCH_SECONDS:
+                stored()  # the folders before this one have waited long enough
             sel = only_paths.get(root.path) if only_paths is not None else None
             if only_paths is not None and sel is None:
                 continue
             part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
                                max_bytes=limits.max_file_bytes,
                                max_chunks=limits.max_chunks_per_file, on_change=on_change,
-                               verify_content=verify_content)
+                               verify_content=verify_content,
+                               on_stored=stored if on_stored is not None else None)
             report.changes.extend(part.changes)
             report.warnings.extend(part.warnings)
             if part.stopped:
@@ -182,11 +198,21 @@ class ServiceFlows(ServiceReads):
         return len(changed), wiped
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
-        from memlens.core.store.records import apply_retention
+        """Prune old revisions of the changed documents, in one transaction (a savepoint
+        per document): not one write transaction more per changed file."""
+        from memlens.core.store.db import write_batch
+        from memlens.core.store.records import apply_retention, with_history
 
         ret = self.settings.retention
-        for d in set(doc_ids):
-            apply_retention(self.conn(), d, ret.max_revisions, ret.max_age_days, self.clock())
+        if not doc_ids or (ret.max_revisions <= 0 and ret.max_age_days <= 0):
+            return
+        conn = self.conn()
+        older = with_history(conn, doc_ids)  # the others have nothing to prune
+        if not older:
+            return
+        with write_batch(conn):
+            for d in older:
+                apply_retention(conn, d, ret.max_revisions, ret.max_age_days, self.clock())
 
     def mark_embedder_changes(self) -> int:
         """Queue live documents projected with another embedder; returns how many.
@@ -232,7 +258,8 @@ class ServiceFlows(ServiceReads):
                  on_progress: Callable[[ProjectionOutcome], None] | None = None,
                  vectors: bool = True,
                  on_slice: Callable[[VectorReport], None] | None = None,
-                 stop: Callable[[], bool] | None = None) -> ProjectionReport:
+                 stop: Callable[[], bool] | None = None,
+                 stage_one: bool = True) -> ProjectionReport:
         """:meth:`project` without queueing the embedder change (the flow did it)."""
         from memlens.core.projection import run as proj
 
@@ -241,7 +268,7 @@ class ServiceFlows(ServiceReads):
             self.conn(), self.embedder, self.clock, document_ids=document_ids, force=force,
             retry_base=ps.retry_base_seconds, retry_cap=ps.retry_max_seconds,
             on_progress=on_progress, vectors=vectors, cap=ps.max_vectors_per_document,
-            on_slice=on_slice, stop=stop)
+            on_slice=on_slice, stop=stop, stage_one=stage_one)
 
     def vectors_waiting(self) -> int:
         """Live documents whose vectors are still being computed (searchable lexically)."""
@@ -306,9 +333,12 @@ class ServiceFlows(ServiceReads):
 
     # -- projecting the queue (every flow ends with it) ----------------------------------
     def _project_queue(self, progress: Progress | None, cancelled: Cancelled | None, *,
-                       batch: int = PROJECT_BATCH) -> ProjectionReport:
+                       batch: int = PROJECT_BATCH, vectors: bool = True,
+                       done_before: int = 0) -> ProjectionReport:
         """Queue the embedder change once, then stage 1 of every queued document in
-        batches (each searchable before the next), then stage 2; the merged report."""
+        batches (each searchable before the next), then (with ``vectors``) stage 2; the
+        merged report. ``done_before``: documents this flow projected in earlier calls
+        (start-up's, during the walk), counted on in :class:`DocumentProjected`."""
         from memlens.core.projection import reports as proj
 
         stop = cancelled or _never
@@ -316,12 +346,12 @@ class ServiceFlows(ServiceReads):
         ids = self.queued_document_ids()
         size = max(1, batch)
         reports: list[ProjectionReport] = []
-        done = 0
+        done = done_before
 
         def outcome(o: ProjectionOutcome) -> None:
             nonlocal done
             done += 1
-            _emit(progress, DocumentProjected(o, done, len(ids)))
+            _emit(progress, DocumentProjected(o, done, done_before + len(ids)))
 
         for start in range(0, len(ids), size):
             if stop():
@@ -335,14 +365,15 @@ class ServiceFlows(ServiceReads):
             _emit(progress, BatchProjected(part, rep))
             if rep.stopped:  # a full disk: the rest would fail the same way
                 return proj.ProjectionReport.merged(reports)
-        if not stop():
+        if vectors and not stop():
             reports.append(self._project_vectors(progress, cancelled))
         return proj.ProjectionReport.merged(reports)
 
-    def _project_vectors(self, progress: Progress | None,
-                         cancelled: Cancelled | None) -> ProjectionReport:
-        """Stage 2 (and stage 1 of whatever was queued meanwhile): the vectors of every
-        waiting document in short slices, a :class:`VectorSlice` after each."""
+    def _project_vectors(self, progress: Progress | None, cancelled: Cancelled | None, *,
+                         stage_one: bool = True) -> ProjectionReport:
+        """Stage 2 (and, with ``stage_one``, stage 1 of whatever was queued meanwhile):
+        the vectors of every waiting document in short slices, a :class:`VectorSlice`
+        after each."""
         from memlens.core.projection.changes import vectors_left
 
         waiting = vectors_left(self.conn()) if progress is not None else []
@@ -352,7 +383,8 @@ class ServiceFlows(ServiceReads):
         def on_slice(v: VectorReport) -> None:
             _emit(progress, VectorSlice(left, v.written, v.cached, total))
 
-        rep = self._project(on_slice=on_slice if progress is not None else None, stop=cancelled)
+        rep = self._project(on_slice=on_slice if progress is not None else None, stop=cancelled,
+                            stage_one=stage_one)
         if waiting:
             _emit(progress, RowsChanged(left))
         return rep
@@ -363,21 +395,37 @@ class ServiceFlows(ServiceReads):
                  cancelled: Cancelled | None = None) -> IngestOutcome:
         """Start-up (``memlens ingest``, the TUI's first job, the benchmark): ingest the
         roots durably (a :class:`FileRead` per file, then :class:`IngestDone`), then
-        project the queue (module docstring). A full disk during the ingest ends it there.
-        ``cancelled`` is asked between projection batches and vector slices."""
+        project the queue (module docstring). Each batch the ingest commits (every
+        :data:`~memlens.core.ingest.pipeline.BATCH_FILES` files or
+        :data:`~memlens.core.ingest.pipeline.BATCH_SECONDS` of reading) gets its stage 1
+        at once, so the first files are searchable by their words while the rest of a
+        long walk is read; the vectors wait for the walk's end. A full disk during the
+        ingest ends it there. ``cancelled`` is asked between projection batches and
+        vector slices."""
+        from memlens.core.projection import reports as proj
+
         done = 0
+        early: list[ProjectionReport] = []
 
         def on_change(ch: FileChange) -> None:
             nonlocal done
             done += 1
             _emit(progress, FileRead(ch, done))
 
-        out = self.ingest(roots, project=False, on_change=on_change)
+        def on_stored() -> None:  # stage 1 of the batch just committed
+            if not (cancelled or _never)():
+                early.append(self._project_queue(
+                    progress, cancelled, batch=batch, vectors=False,
+                    done_before=sum(len(r.outcomes) for r in early)))
+
+        out = self.ingest(roots, project=False, on_change=on_change, on_stored=on_stored)
         _emit(progress, IngestDone(out.report))
         if out.report.stopped:
             return out
-        rep = self._project_queue(progress, cancelled, batch=batch)
-        return IngestOutcome(out.report, rep, self.pending_count())
+        rep = self._project_queue(progress, cancelled, batch=batch,
+                                  done_before=sum(len(r.outcomes) for r in early))
+        return IngestOutcome(out.report, proj.ProjectionReport.merged([*early, rep]),
+                             self.pending_count())
 
     def rechunk_and_project(self, doc_ids: Sequence[int] | None, config: ChunkerConfig, *,
                             project: bool = True, repository: str | None = None,
@@ -447,15 +495,29 @@ class ServiceFlows(ServiceReads):
         return RechunkOutcome(self.chunker_config(), len(ids), tuple(changed), rep)
 
     def after_change(self, changes: Sequence[FileChange], *, reconcile: bool = False,
-                     progress: Progress | None = None,
+                     vectors: bool = True, progress: Progress | None = None,
                      cancelled: Cancelled | None = None) -> ProjectionReport | None:
         """What follows a batch of changes the caller ingested (the watcher, with
         :meth:`ingest`): project the queue — the changed documents are in it — stage 1
         then the vectors, on the caller's thread. Nothing (None) when no file changed,
-        unless ``reconcile`` (a full pass also picks up what earlier runs left queued)."""
+        unless ``reconcile`` (a full pass also picks up what earlier runs left queued).
+
+        Without ``vectors`` only stage 1 runs here (searchable by words when it returns);
+        the caller then runs :meth:`vectors_between_changes` on a thread of its own, so
+        the next change's stage 1 never waits for this one's embedding (the watcher)."""
         if not reconcile and all(c.kind == "unchanged" for c in changes):
             return None
-        return self._project_queue(progress, cancelled)
+        return self._project_queue(progress, cancelled, vectors=vectors)
+
+    def vectors_between_changes(self, *, progress: Progress | None = None,
+                                cancelled: Cancelled | None = None) -> ProjectionReport:
+        """Stage 2 alone, for a caller whose other thread runs stage 1 with
+        :meth:`after_change` (``vectors=False``): the vectors of every waiting document in
+        short slices, a :class:`VectorSlice` after each; ``cancelled`` is asked before
+        each slice (the watcher answers True as soon as a new change waits, and calls
+        this again once its stage 1 is done). No stage 1 runs here: it is the other
+        thread's, and both threads would claim as the same process."""
+        return self._project_vectors(progress, cancelled, stage_one=False)
 
     def retry(self, doc_id: int, *, progress: Progress | None = None) -> ProjectionReport:
         """Retry one document's projection now, ignoring back-off (stage 1 and its

@@ -280,8 +280,12 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         reason = (ev.error or ev.message) if ev.change_kind == "failed" else None
         file = (ev.repository, ev.path, reason)
     key, fixed = _problem_keys(ev)
+    # the vector thread's summary (a projection event of no file) refreshes the rows but
+    # leaves the line showing the last file the watcher handled
+    keep = ev.kind == "projection" and not ev.path
     return WatchStatus(
-        state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
+        state, last=None if keep else
+        f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
         queue=queue, error=_watch_problem(ev), file=file,
         problem_key=key, fixed=fixed,
         seen=(ev.repository, ev.path) if ev.kind == "seen" and ev.repository and ev.path

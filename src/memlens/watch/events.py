@@ -193,6 +193,9 @@ class WatcherBase:
         self._restart = threading.Event()
         self._halt = threading.Event()
         self._paused = False
+        # the vector worker (memlens.watch.vectors): asked for stage 2, consumer busy
+        self._vectors_wanted = False
+        self._busy = False
         self._watch_error: str | None = None
         self._phase = "starting"
         self._emitted_state: str | None = None

@@ -4,8 +4,9 @@ Part of :mod:`memlens.watch.watcher`. Runs on the thread that calls
 :meth:`memlens.watch.watcher.Watcher.run`: it re-resolves the memory roots in scope
 (a vanished folder is reported, never tombstoned wholesale), waits for changed
 files to settle, ingests batches with ``only_paths``, hands them to the door's
-after-change flow (:meth:`memlens.core.service.MemoryService.after_change`: stage 1,
-then the vectors), and runs the full reconcile that catches missed events.
+after-change flow (:meth:`memlens.core.service.MemoryService.after_change`: stage 1
+only; the vectors are :mod:`memlens.watch.vectors`'s), and runs the full reconcile
+that catches missed events.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ class WatchConsumer(WatcherBase):
             if not self._pending and wait > 0:
                 self._cond.wait(wait)
             out, self._pending = self._pending, {}
+            if out:  # the vector worker yields from now on (see WatchVectors._consuming)
+                self._busy = True
         return out
 
     def _requeue(self, batch: dict[str, Change]) -> None:
@@ -261,8 +264,9 @@ class WatchConsumer(WatcherBase):
         report: ProjectionReport | None = None
         if not interrupted:
             try:
+                # stage 1 only: the vector thread computes the vectors between batches
                 report = self._service.after_change(changes, reconcile=always_project,
-                                                    cancelled=stop.is_set)
+                                                    vectors=False, cancelled=stop.is_set)
             except Exception as exc:
                 self._emit(self._event("error", f"projection failed: {type(exc).__name__}: "
                                        f"{exc}; documents stay queued"))

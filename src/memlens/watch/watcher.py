@@ -12,8 +12,13 @@
   paths in batches, waits until each changed file has been quiet for
   ``stable_ms`` (a half-written file is not ingested while an editor is still
   writing it), maps paths to (memory root, logical path) and calls
-  :meth:`MemoryService.ingest` with ``only_paths``. Every ``on_event`` callback
-  runs on this thread.
+  :meth:`MemoryService.ingest` with ``only_paths``, then stage 1 of the projection
+  (:meth:`MemoryService.after_change`: searchable by words). Every ``on_event``
+  callback runs on this thread;
+* a *vector* thread computes the vectors (stage 2) between batches, in short
+  slices, and stops after the slice in hand as soon as a change waits
+  (:mod:`memlens.watch.vectors`), so a save is never held back by another's
+  embedding.
 
 Why a batch contains both sides of a rename: the producer keeps collecting while
 the consumer waits for files to settle, and a *missing* path must also stay
@@ -57,9 +62,10 @@ from memlens.watch.events import (
 )
 from memlens.watch.producer import WatchProducer
 from memlens.watch.reconcile import WatchConsumer
+from memlens.watch.vectors import WatchVectors
 
 
-class Watcher(WatchConsumer, WatchProducer):
+class Watcher(WatchConsumer, WatchProducer, WatchVectors):
     """Watches memory folders and re-ingests what changes (see the module docstring).
 
     Usable from any thread: :meth:`run` blocks until ``stop`` is set; the
@@ -117,6 +123,9 @@ class Watcher(WatchConsumer, WatchProducer):
         producer = threading.Thread(target=self._produce, args=(stop,),
                                     name="memlens-watch", daemon=True)
         producer.start()
+        vectors = threading.Thread(target=self._vectors_loop, args=(stop,),
+                                   name="memlens-watch-vectors", daemon=True)
+        vectors.start()
         try:
             self._wait_for_producer(stop)
             retry_at = 0.0
@@ -133,7 +142,8 @@ class Watcher(WatchConsumer, WatchProducer):
                     continue
                 reason = self._reconcile_due(last_reconcile)
                 if reason is not None:
-                    self._reconcile(reason, stop)
+                    with self._consuming():
+                        self._reconcile(reason, stop)
                     last_reconcile = time.monotonic()
                     if self._phase == "starting":
                         self._phase = "running"
@@ -147,14 +157,19 @@ class Watcher(WatchConsumer, WatchProducer):
                 batch = self._take(wait=0.05)
                 if not batch:
                     continue
-                if self._process(batch, stop):
+                with self._consuming():
+                    ok = self._process(batch, stop)
+                if ok:
                     retry_delay = RETRY_BASE_SECONDS
                 else:
                     retry_at = time.monotonic() + retry_delay
                     retry_delay = min(RETRY_CAP_SECONDS, retry_delay * 2)
         finally:
             self._halt.set()
+            with self._cond:
+                self._cond.notify_all()
             producer.join(timeout=10)
+            vectors.join()  # after its slice in hand: it uses the service's database
             self._service.unregister_process(registration)
             self._phase = "stopped"
             self._flush_outbox()

@@ -1,7 +1,11 @@
 """The ingest pipeline: scan -> read -> redact -> hash -> chunk -> durable write.
 
-Each file is written in its own transaction, so one bad file never blocks or
-undoes another, and nothing already stored is lost when a file cannot be read.
+Files are written in batches: one transaction per :data:`BATCH_FILES` files or
+:data:`BATCH_SECONDS` of reading, whichever comes first, and each file in its own
+savepoint inside it, so one bad file never blocks or undoes another, and nothing
+already stored is lost when a file cannot be read. A batch is committed while the rest
+of the folder is still being read, and ``on_stored`` is called after each such batch
+(start-up makes it searchable there; the folder's last batch is left to the caller).
 Projection is a separate step (:mod:`memlens.core.projection.swap`).
 
 Change detection per memory root:
@@ -41,6 +45,7 @@ from memlens.core import faults
 from memlens.core.chunking import choice as chunker_choice
 from memlens.core.chunking.choice import ChunkerChoice
 from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
+from memlens.core.ingest.batches import Emit, FileChange, _Batches, _DiskFull
 from memlens.core.ingest.installkey import keyed_hash
 from memlens.core.ingest.names import is_tagged, needs_new_name, stored_logical_path
 from memlens.core.ingest.sources import (
@@ -58,16 +63,12 @@ from memlens.core.redact.engine import redact
 from memlens.core.store.db import DAMAGE
 from memlens.core.store.records import (
     PreparedFile,
-    SourceChanged,
     content_hash,
     find_document,
     live_documents_under,
     rename_identity,
     stored_names,
-    write_create,
     write_delete,
-    write_rename,
-    write_update,
 )
 
 Clock = Callable[[], float]
@@ -81,16 +82,12 @@ DEFAULT_MAX_CHUNKS_PER_FILE = 5000
 file could otherwise turn into hundreds of thousands of rows."""
 
 
-@dataclass(frozen=True)
-class FileChange:
-    """One change applied by ingest (for progress lines and the watcher)."""
+BATCH_FILES = 256
+"""Most files stored in one write transaction (each in a savepoint of its own)."""
 
-    kind: str  # create | update | rename | delete | unchanged | failed
-    repository: str
-    path: str
-    document_id: int | None = None
-    previous_path: str | None = None
-    error: str | None = None
+BATCH_SECONDS = 0.5
+"""A batch is also committed this long after its first file, so the first files of a
+long walk are stored (and, at start-up, searchable) while the rest is read."""
 
 
 @dataclass
@@ -213,9 +210,6 @@ def _vanished(doc: dict[str, object], tagged: TaggedLookup | None = None) -> boo
     return stat.S_ISDIR(st.st_mode)
 
 
-Emit = Callable[[FileChange], None]
-
-
 Trust = Callable[[SourceFile], bool]
 
 
@@ -286,39 +280,38 @@ def _same_bytes(sf: SourceFile, doc: dict[str, Any], key: bytes, max_bytes: int)
     return bool(keyed_hash(data, key) == stored)
 
 
-def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
-                     root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
-                     max_bytes: int, emit: Emit, errored: set[str],
-                     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
-                     verify_content: bool = False) -> list[PreparedFile]:
-    """Prepare every file not caught by the stat fast path; failures go to ``errored``.
-    With ``verify_content`` the fast path also compares the file's keyed hash.
+def _prepare_one(sf: SourceFile, live: dict[str, dict[str, Any]], root: MemoryRoot,
+                 configs: dict[int | None, ChunkerChoice], key: bytes, max_bytes: int,
+                 emit: Emit, errored: set[str],
+                 max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
+                 verify_content: bool = False) -> PreparedFile | None:
+    """Prepare one file unless the stat fast path finds it unchanged (None then);
+    a failure goes to ``errored`` (None). With ``verify_content`` the fast path also
+    compares the file's keyed hash.
 
     ``configs`` maps a document id to its remembered chunker choice (None: the
     choice for documents without one of their own)."""
-    prepared: list[PreparedFile] = []
-    for sf in files:
-        doc = live.get(sf.logical_path)
-        config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
-        try:
-            if doc is not None and doc["source_path"] == source_path_of(sf):
-                st = stat_file(sf.abs_path)
-                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"] \
-                        and (not verify_content or _same_bytes(sf, doc, key, max_bytes)):
-                    emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
-                    continue
-            prepared.append(prepare_file(sf, config, key, max_bytes, max_chunks))
-        except DAMAGE:
-            raise
-        except SourceError as exc:
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
-            errored.add(sf.logical_path)
-            emit(FileChange("failed", root.repository, sf.logical_path,
-                            error=f"internal error while reading ({exc.__class__.__name__}: "
-                            f"{exc}); please report it"))
-    return prepared
+    doc = live.get(sf.logical_path)
+    config = configs.get(int(doc["id"]) if doc is not None else None, configs[None]).config
+    try:
+        if doc is not None and doc["source_path"] == source_path_of(sf):
+            st = stat_file(sf.abs_path)
+            if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"] \
+                    and (not verify_content or _same_bytes(sf, doc, key, max_bytes)):
+                emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
+                return None
+        return prepare_file(sf, config, key, max_bytes, max_chunks)
+    except DAMAGE:
+        raise
+    except SourceError as exc:
+        errored.add(sf.logical_path)
+        emit(FileChange("failed", root.repository, sf.logical_path, error=str(exc)))
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
+        errored.add(sf.logical_path)
+        emit(FileChange("failed", root.repository, sf.logical_path,
+                        error=f"internal error while reading ({exc.__class__.__name__}: "
+                        f"{exc}); please report it"))
+    return None
 
 
 def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[PreparedFile]
@@ -342,43 +335,6 @@ def _infer_renames(vanished: Sequence[dict[str, Any]], new_files: Sequence[Prepa
     return renames
 
 
-class _DiskFull(Exception):
-    """The database's disk is full: the run stops, what is stored stays."""
-
-
-def _write_prepared(conn: apsw.Connection, pf: PreparedFile, renames: dict[str, int],
-                    vanished: Sequence[dict[str, Any]], existing: dict[str, Any] | None,
-                    now: Clock, emit: Emit) -> None:
-    """Write one prepared file as a rename, create or update revision.
-
-    Raises:
-        _DiskFull: The write failed because the disk is full (rolled back).
-    """
-    try:
-        if pf.logical_path in renames:
-            doc_id = renames[pf.logical_path]
-            old = next(str(d["logical_path"]) for d in vanished if d["id"] == doc_id)
-            write_rename(conn, doc_id, pf, now())
-            emit(FileChange("rename", pf.repository, pf.logical_path, doc_id, previous_path=old))
-            return
-        if existing is None or existing["tombstoned_at"] is not None:
-            doc_id = write_create(conn, pf, now())
-            emit(FileChange("create", pf.repository, pf.logical_path, doc_id))
-        else:
-            kind = write_update(conn, int(existing["id"]), pf, now())
-            emit(FileChange("update" if kind == "updated" else "unchanged", pf.repository,
-                            pf.logical_path, int(existing["id"])))
-    except SourceChanged as exc:
-        emit(FileChange("failed", pf.repository, pf.logical_path, error=str(exc)))
-    except apsw.FullError as exc:
-        raise _DiskFull(str(exc)) from exc
-    except DAMAGE:  # the database is damaged, not this file: the run ends with one line
-        raise
-    except apsw.Error as exc:
-        emit(FileChange("failed", pf.repository, pf.logical_path,
-                        error=f"database error: {exc}"))
-
-
 def ingest_root(
     conn: apsw.Connection,
     root: MemoryRoot,
@@ -391,6 +347,9 @@ def ingest_root(
     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
     on_change: Callable[[FileChange], None] | None = None,
     verify_content: bool = False,
+    on_stored: Callable[[], None] | None = None,
+    batch_files: int | None = None,
+    batch_seconds: float | None = None,
 ) -> IngestReport:
     """Ingest one memory root (or only some logical paths of it).
 
@@ -407,7 +366,12 @@ def ingest_root(
         max_bytes: Files larger than this are refused with a per-file error.
         max_chunks: Files splitting into more chunks are refused the same way
             (the caller passes ``[limits] max_chunks_per_file``).
-        on_change: Called after each applied change.
+        on_change: Called after each applied change (a stored file's once its batch
+            is committed).
+        on_stored: Called after each batch committed while the folder is still being
+            read (start-up projects it there); not after the folder's last batch.
+        batch_files, batch_seconds: When a batch is committed (default
+            :data:`BATCH_FILES`, :data:`BATCH_SECONDS`).
         verify_content: Read files whose size and mtime match too, and compare their
             keyed hash (the watcher's periodic reconcile).
     """
@@ -443,30 +407,56 @@ def ingest_root(
             tagged_cache[source_root] = {f.logical_path for f in there}
         return tagged_cache[source_root]
     configs = chunker_choice.resolver(conn, root.repository, config)
-    prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored,
-                                max_chunks, verify_content)
-
     vanished = [
         d for p, d in live.items()
         if p not in seen and p not in errored and (wanted is None or p in wanted)
         and _vanished(d, tagged)
     ]
+    # A new file with the content of a vanished document may be its rename: decided once
+    # every file is read (a rename needs exactly one file on each side). Every other
+    # file is stored as it comes.
     looked = time.monotonic()
-    existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
-                     for pf in prepared}
-    renames = _infer_renames(vanished, [pf for pf in prepared
-                                        if existing_docs[pf.logical_path] is None])
+    gone_hashes = {str(d["content_hash"]) for d in vanished}
+    deferred: list[PreparedFile] = []
+    batches = _Batches(conn, now, emit, vanished, on_stored,
+                       BATCH_FILES if batch_files is None else batch_files,
+                       BATCH_SECONDS if batch_seconds is None else batch_seconds)
+    read = 0
+    try:
+        for sf in files:
+            read += 1
+            pf = _prepare_one(sf, live, root, configs, key, max_bytes, emit, errored,
+                              max_chunks, verify_content)
+            if pf is None:
+                batches.due()
+                continue
+            existing = find_document(conn, pf.repository, pf.logical_path)
+            if existing is None and pf.content_hash in gone_hashes:
+                deferred.append(pf)
+            else:
+                batches.add(pf, existing)
+        batches.flush()
+        renames = _infer_renames(vanished, deferred)
+        for pf in deferred:
+            batches.add(pf, None, renames)
+        deferred = []
+        batches.flush()
+    except _DiskFull as exc:
+        batches.close()
+        left = len(batches.pending) + len(deferred)
+        unread = len(files) - read
+        report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
+                          "stored" + (f" and {unread} not read" if unread else "")
+                          + "; free space and run it again (what was stored is kept)")
+        first = batches.pending[0][0] if batches.pending else None
+        emit(FileChange("failed", root.repository,
+                        first.logical_path if first is not None else ".",
+                        error=report.stopped))
+        return report
+    finally:
+        batches.close()
     renamed_ids = set(renames.values())
 
-    for i, pf in enumerate(prepared):
-        try:
-            _write_prepared(conn, pf, renames, vanished, existing_docs[pf.logical_path], now, emit)
-        except _DiskFull as exc:
-            left = len(prepared) - i
-            report.stopped = (f"disk full ({exc}): ingest stopped, {left} changed file(s) not "
-                              "stored; free space and run it again (what was stored is kept)")
-            emit(FileChange("failed", pf.repository, pf.logical_path, error=report.stopped))
-            return report
     for d in _confirmed_absent(vanished, renamed_ids, looked, tagged_cache, tagged):
         try:
             write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
@@ -517,4 +507,5 @@ def _rename_old_names(conn: apsw.Connection, root: MemoryRoot, live: dict[str, d
             live[new] = {**live.pop(old), "logical_path": new, "source_path": src}
 
 
-__all__ = ["DEFAULT_MAX_CHUNKS_PER_FILE", "FileChange", "IngestReport", "ingest_root", "prepare_file", "Path"]
+__all__ = ["BATCH_FILES", "BATCH_SECONDS", "DEFAULT_MAX_CHUNKS_PER_FILE", "FileChange",
+           "IngestReport", "ingest_root", "prepare_file", "Path"]

@@ -35,11 +35,15 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
                     cap: int = MAX_VECTORS_PER_DOCUMENT,
                     on_slice: Callable[[VectorReport], None] | None = None,
                     slice_texts: int = VECTOR_SLICE_TEXTS,
-                    stop: Callable[[], bool] | None = None) -> ProjectionReport:
+                    stop: Callable[[], bool] | None = None,
+                    stage_one: bool = True) -> ProjectionReport:
     """Project every document that needs it (see :func:`claim`): stage 1 (nodes, FTS
     rows, cached vectors) in batches until none is left, then, with ``vectors``, stage 2
     (:func:`embed_vectors`, of every waiting document, or only of ``document_ids``).
     Before each stage-2 slice, documents queued meanwhile get their stage 1 first.
+    Without ``stage_one`` only stage 2 runs, with no stage 1 before or between its slices:
+    the caller runs stage 1 on another thread (the watcher's loop; two threads of one
+    process share a claim owner, so only one of them may claim).
 
     A (document, revision) pair is attempted at most once per call, so a document that
     keeps failing cannot loop; it waits for its back-off instead.
@@ -50,11 +54,12 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
     owner = owner or process_owner()
     report = ProjectionReport()
     attempted: set[tuple[int, int]] = set()
-    if scalar(conn, "SELECT 1 FROM memory_documents WHERE projection_status IN"
+    if stage_one and scalar(conn, "SELECT 1 FROM memory_documents WHERE projection_status IN"
               " ('failed','stale') AND projection_error LIKE ? LIMIT 1", (DISK_FULL + "%",)):
         release_claims(conn, None)  # an earlier run hit a full disk: no back-off for that
-    _stage_one(conn, embedder, now, owner, report, attempted, document_ids, force,
-               retry_base, retry_cap, on_progress, batch, cap)
+    if stage_one:
+        _stage_one(conn, embedder, now, owner, report, attempted, document_ids, force,
+                   retry_base, retry_cap, on_progress, batch, cap)
     if not vectors or report.stopped is not None:
         return report
 
@@ -65,7 +70,8 @@ def project_pending(conn: apsw.Connection, embedder: Embedder, now: Clock, *,
 
     report.vectors = embed_vectors(conn, embedder, now, document_ids=document_ids,
                                    force=force, retry_base=retry_base, retry_cap=retry_cap,
-                                   slice_texts=slice_texts, between=between,
+                                   slice_texts=slice_texts,
+                                   between=between if stage_one else None,
                                    on_slice=on_slice,
                                    stop=lambda: report.stopped is not None or bool(stop and stop()))
     if report.vectors.error and report.vectors.error.startswith(DISK_FULL):

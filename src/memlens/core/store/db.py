@@ -48,6 +48,7 @@ from memlens.core.store.rows import row as row
 from memlens.core.store.rows import rows as rows
 from memlens.core.store.rows import scalar as scalar
 from memlens.core.store.rows import unpack_text as unpack_text
+from memlens.core.store.rows import write_batch as write_batch
 from memlens.core.store.rows import write_txn as write_txn
 from memlens.core.store.schema import MIGRATIONS
 from memlens.core.store.schema import PACKED_COLUMNS as PACKED_COLUMNS

@@ -330,12 +330,12 @@ def write_create(conn: apsw.Connection, pf: PreparedFile, now: float) -> int:
             doc_id = int(existing["id"])
             _set_fields(conn, doc_id, {**fields, "tombstoned_at": None})
         faults.checkpoint("store.document")
-        _record_revision(conn, doc_id, "create", pf, now)
+        _record_revision(conn, doc_id, "create", pf, now, new=existing is None)
     return doc_id
 
 
 def _record_revision(conn: apsw.Connection, doc_id: int, kind: str, pf: PreparedFile, now: float,
-                     previous_path: str | None = None) -> int:
+                     previous_path: str | None = None, *, new: bool = False) -> int:
     """The shared tail of every content-bearing write: new current revision + chunks,
     projection queued, unreferenced old chunks dropped. Returns the revision id."""
     rev = _insert_revision(conn, doc_id, kind, pf, content_hash_=pf.content_hash,
@@ -344,7 +344,8 @@ def _record_revision(conn: apsw.Connection, doc_id: int, kind: str, pf: Prepared
     insert_chunks(conn, rev, pf.chunks)
     conn.execute("UPDATE memory_documents SET current_revision_id=? WHERE id=?", (rev, doc_id))
     _queue_projection(conn, doc_id, now)
-    prune_unused_chunks(conn, doc_id)
+    if not new:  # a document created now has no other revision's chunks to drop
+        prune_unused_chunks(conn, doc_id)
     faults.checkpoint("store.commit")
     return rev
 
@@ -572,6 +573,15 @@ def apply_retention(conn: apsw.Connection, doc_id: int, max_revisions: int,
                          " (SELECT chunk_id FROM knowledge_node_memory_chunks)", (rid,))
             conn.execute("DELETE FROM memory_revisions WHERE id=?", (rid,))
     return len(doomed)
+
+
+def with_history(conn: apsw.Connection, doc_ids: Sequence[int]) -> list[int]:
+    """The documents of ``doc_ids`` with more than one revision, in id order: only they
+    can have one :func:`apply_retention` prunes (the current revision is always kept)."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT document_id FROM memory_revisions WHERE document_id IN"
+        " (SELECT value FROM json_each(?)) GROUP BY document_id HAVING COUNT(*) > 1"
+        " ORDER BY document_id", (json.dumps(sorted(set(doc_ids))),))]
 
 
 def document_ids(conn: apsw.Connection) -> list[int]:

@@ -106,13 +106,45 @@ def _unpack_with_dictionary(blob: bytes) -> str:
     return (d.decompress(blob) + d.flush()).decode("utf-8")
 
 
+_BATCHED: set[int] = set()
+"""``id()`` of the connections inside :func:`write_batch` (their ``write_txn`` is a savepoint)."""
+
+
+@contextlib.contextmanager
+def write_batch(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """One :func:`write_txn` around many writes: each :func:`write_txn` inside it is a
+    savepoint of its own, rolled back alone when its block raises, and everything is
+    committed together at the end (an ingest's batch of files: one commit, one fsync,
+    instead of one per file). If SQLite rolls the whole transaction back by itself (an
+    I/O error, a full disk), ``conn.in_transaction`` turns False: the caller must leave
+    the block (raise) and write again what the batch held."""
+    with write_txn(conn):
+        _BATCHED.add(id(conn))
+        try:
+            yield conn
+        finally:
+            _BATCHED.discard(id(conn))
+
+
 @contextlib.contextmanager
 def write_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
-    """Run a block in one ``BEGIN IMMEDIATE`` transaction.
+    """Run a block in one ``BEGIN IMMEDIATE`` transaction (inside :func:`write_batch`:
+    in a savepoint of the batch's transaction).
 
     Taking the write lock up front avoids the deadlock of two deferred readers
     upgrading at once (which surfaces as SQLITE_BUSY despite busy_timeout).
     """
+    if id(conn) in _BATCHED and conn.in_transaction:
+        conn.execute("SAVEPOINT memlens_write")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # else SQLite rolled the whole batch back itself
+                conn.execute("ROLLBACK TO memlens_write")
+                conn.execute("RELEASE memlens_write")
+            raise
+        conn.execute("RELEASE memlens_write")
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
