@@ -148,7 +148,7 @@ _SCHEMA: dict[str, tuple[type, Any]] = {
     "search.history": (int, SearchSettings.history),
     "search.lexical_cache_mb": (int, SearchSettings.lexical_cache_mb),
 }
-FUSIONS = ("adaptive", "convex", "minmax", "zscore", "rrf")
+FUSIONS = ("evidence", "adaptive", "convex", "minmax", "zscore", "rrf")
 FUSION_CHOICES = ("auto", *FUSIONS)
 # Free-form options passed to the embedder (base_url, model, path, dim, ...).
 _EMBEDDER_OPTION_TYPES = (str, int, float, bool)

@@ -1,0 +1,253 @@
+"""Hybrid fusion: the lexical and vector candidates of one query become one score each,
+and every part of that score is kept as a typed value (issue 46), so the ranking can be
+explained from the very values that made it (issue 45).
+
+The default, ``evidence`` fusion, in three rules:
+
+1. **Absent is unknown, not worst.** Each side contributes only its *positive* evidence:
+   ``max(0, z)`` of the candidate's score among that side's candidates (bm25 on the
+   lexical side, cosine on the vector side). A candidate missing from a side's list gets
+   0 there, exactly what a present but below-average candidate gets: it is never scored
+   below a present candidate only for being absent.
+2. **Each side weighs by its own confidence.** The lexical weight is the idf share of the
+   question held by one of its best candidates (:mod:`memlens.core.search.evidence`),
+   ``min(1, share / knee) ** power``; the vector weight is ``vector_weight``. When the
+   two lists agree (the best document of one is among the first few of the other), that
+   document is what both sides say and neither weight is cut.
+3. **Documents, not chunks, compete** for the memory-aware rules
+   (:func:`memory_adjust`): a ``MEMORY.md`` index chunk never ranks above a topic file it
+   links to on the same evidence, unless the question names the index.
+
+The older forms stay selectable (``adaptive``, ``zscore``, ``minmax``, ``convex``,
+``rrf``) and share :class:`Pool` and :class:`FusionDecision`.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import apsw
+
+from memlens.core.chunking.links import links
+from memlens.core.search.decision import Confidence as Confidence
+from memlens.core.search.decision import FusionDecision as FusionDecision
+from memlens.core.search.decision import FusionParams as FusionParams
+from memlens.core.search.decision import Part as Part
+from memlens.core.search.hits import SearchHit
+
+INDEX_NAMES = ("MEMORY.md",)
+_INDEX_QUESTION = re.compile(r"\b(index|memory\.md)\b", re.IGNORECASE)
+
+
+@dataclass
+class Pool:
+    """The union of lexical and vector candidates of one hybrid query."""
+
+    fused: dict[int, SearchHit] = field(default_factory=dict)
+    lex_raw: dict[int, float] = field(default_factory=dict)
+    vec_raw: dict[int, float] = field(default_factory=dict)
+    lex_rank: dict[int, int] = field(default_factory=dict)
+    vec_rank: dict[int, int] = field(default_factory=dict)
+    lexical_share: float = 1.0
+    paths: dict[int, str] = field(default_factory=dict)
+    """document id -> logical path (of the candidates' documents; for the index rule)."""
+    index_links: dict[int, frozenset[int]] = field(default_factory=dict)
+    """index document id -> the candidate documents its links point to."""
+
+    @classmethod
+    def merge(cls, lex_hits: Iterable[SearchHit], vec_hits: Iterable[SearchHit]) -> Pool:
+        pool = cls()
+        for rank, h in enumerate(lex_hits, 1):
+            pool.fused[h.node_id] = h
+            h.ranks = {"lexical": rank, "vector": None}
+            h.lexical_match, h.match = True, "lexical"
+            pool.lex_raw[h.node_id], pool.lex_rank[h.node_id] = h.score, rank
+        for rank, h in enumerate(vec_hits, 1):
+            if h.node_id in pool.fused:
+                pool.fused[h.node_id].ranks["vector"] = rank
+            else:
+                h.ranks = {"lexical": None, "vector": rank}
+                h.lexical_match, h.match = False, "semantic"
+                pool.fused[h.node_id] = h
+            pool.vec_raw[h.node_id], pool.vec_rank[h.node_id] = h.score, rank
+        return pool
+
+    def drop_weak_semantic(self, min_z: float) -> None:
+        """Drop semantic-only candidates whose cosine is below mean + min_z * std."""
+        if len(self.vec_raw) < 2:
+            return
+        mu, sd = _mean_sd(self.vec_raw.values())
+        floor = mu + min_z * sd
+        for nid in [nid for nid in self.fused
+                    if nid not in self.lex_raw and self.vec_raw[nid] < floor]:
+            del self.fused[nid]
+
+    def doc(self, nid: int) -> int:
+        return self.fused[nid].document_id
+
+
+def _mean_sd(values: Iterable[float]) -> tuple[float, float]:
+    vals = list(values)
+    if not vals:
+        return 0.0, 0.0
+    mu = math.fsum(vals) / len(vals)
+    return mu, math.sqrt(math.fsum((v - mu) ** 2 for v in vals) / len(vals))
+
+
+def normalise(values: Mapping[int, float], how: str) -> dict[int, float]:
+    """Per-query normalisation of one signal over its candidates (min-max or z-score)."""
+    if not values:
+        return {}
+    if how == "zscore":
+        mu, sd = _mean_sd(values.values())
+        return {nid: ((v - mu) / sd if sd > 1e-12 else 0.0) for nid, v in values.items()}
+    lo, hi = min(values.values()), max(values.values())
+    span = hi - lo
+    return {nid: ((v - lo) / span if span > 1e-12 else 1.0) for nid, v in values.items()}
+
+
+def _top_docs(pool: Pool, ranks: Mapping[int, int], n: int) -> list[int]:
+    """The first ``n`` distinct documents of one side's list."""
+    out: list[int] = []
+    for nid in sorted((nid for nid in ranks if nid in pool.fused), key=ranks.__getitem__):
+        d = pool.doc(nid)
+        if d not in out:
+            out.append(d)
+            if len(out) >= n:
+                break
+    return out
+
+
+def confidence(pool: Pool, p: FusionParams) -> Confidence:
+    """Each side's weight for this query (see the module doc)."""
+    share = pool.lexical_share
+    lw = p.lexical_weight * min(1.0, share / max(p.adapt_knee, 1e-9)) ** p.adapt_power
+    lex_top = _top_docs(pool, pool.lex_rank, p.agree_top)
+    vec_top = _top_docs(pool, pool.vec_rank, p.agree_top)
+    agree = bool(lex_top and vec_top and (lex_top[0] in vec_top or vec_top[0] in lex_top))
+    return Confidence(lexical_share=share, agreement=agree, lexical_weight=lw,
+                      vector_weight=p.vector_weight)
+
+
+def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
+    """Score every candidate of ``pool`` with ``p`` and order them (matches first, then
+    score, then node id), applying the memory-aware rule for ``evidence``."""
+    method = p.method
+    conf: Confidence | None = None
+    parts: dict[int, Part] = {}
+    if method == "convex":
+        lex_max = max(pool.lex_raw.values(), default=0.0) or 1.0
+        for nid in pool.fused:
+            lx = p.lexical_weight * pool.lex_raw.get(nid, 0.0) / lex_max
+            vx = p.vector_weight * max(0.0, pool.vec_raw.get(nid, 0.0))
+            parts[nid] = _part(pool, nid, lx, vx)
+    elif method == "rrf":
+        for nid in pool.fused:
+            lx = (p.lexical_weight / (p.rrf_k + pool.lex_rank[nid])
+                  if nid in pool.lex_rank else 0.0)
+            vx = (p.vector_weight / (p.rrf_k + pool.vec_rank[nid])
+                  if nid in pool.vec_rank else 0.0)
+            parts[nid] = _part(pool, nid, lx, vx)
+    elif method in ("zscore", "minmax", "adaptive"):
+        how = "minmax" if method == "minmax" else "zscore"
+        lw = p.lexical_weight
+        if method == "adaptive":
+            conf = confidence(pool, p)
+            lw = conf.lexical_weight
+        ln, vn = normalise(pool.lex_raw, how), normalise(pool.vec_raw, how)
+        lmiss = min(ln.values(), default=0.0) if how == "zscore" else 0.0
+        vmiss = min(vn.values(), default=0.0) if how == "zscore" else 0.0
+        for nid in pool.fused:
+            parts[nid] = _part(pool, nid, lw * ln.get(nid, lmiss),
+                               p.vector_weight * vn.get(nid, vmiss))
+    elif method == "evidence":
+        conf = confidence(pool, p)
+        ln, vn = normalise(pool.lex_raw, "zscore"), normalise(pool.vec_raw, "zscore")
+        for nid in pool.fused:
+            parts[nid] = _part(pool, nid, conf.lexical_weight * max(0.0, ln.get(nid, 0.0)),
+                               conf.vector_weight * max(0.0, vn.get(nid, 0.0)))
+    else:
+        raise ValueError(f"unknown fusion {method!r}")
+    order = sorted(parts, key=lambda nid: (not pool.fused[nid].is_match, -parts[nid].score, nid))
+    decision = FusionDecision(method=method, confidence=conf, parts=parts, order=order)
+    if method == "evidence" and p.index_rule and not _INDEX_QUESTION.search(query):
+        memory_adjust(pool, decision)
+    return decision
+
+
+def _part(pool: Pool, nid: int, lx: float, vx: float) -> Part:
+    return Part(node_id=nid, lexical=lx, vector=vx, lexical_absent=nid not in pool.lex_raw,
+                vector_absent=nid not in pool.vec_raw, score=lx + vx)
+
+
+def is_index(path: str, names: Iterable[str] = INDEX_NAMES) -> bool:
+    return posixpath.basename(path) in set(names)
+
+
+def memory_adjust(pool: Pool, decision: FusionDecision) -> None:
+    """An index chunk ranked above a candidate topic document it links to gives way: it is
+    placed right after that document's best chunk (the topic file answers; the index line
+    only summarises it). Scores are kept; only the order changes."""
+    order = decision.order
+    if not pool.index_links:
+        return
+    moved = True
+    guard = 0
+    while moved and guard < len(order) + 1:
+        moved, guard = False, guard + 1
+        first_at: dict[int, int] = {}
+        for i, nid in enumerate(order):
+            first_at.setdefault(pool.doc(nid), i)
+        for i, nid in enumerate(order):
+            links = pool.index_links.get(pool.doc(nid))
+            if not links:
+                continue
+            later = [first_at[d] for d in links if d in first_at and first_at[d] > i]
+            if not later:
+                continue
+            # the best-ranked linked topic chunk that is also a match when this one is
+            target = min(later)
+            if pool.fused[order[target]].is_match < pool.fused[nid].is_match:
+                continue
+            order.insert(target, order.pop(i))
+            decision.parts[nid] = _moved(decision.parts[nid], order[target - 1])
+            moved = True
+            break
+
+
+def _moved(part: Part, below: int) -> Part:
+    return Part(node_id=part.node_id, lexical=part.lexical, vector=part.vector,
+                lexical_absent=part.lexical_absent, vector_absent=part.vector_absent,
+                score=part.score, moved_below=below)
+
+
+def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str]) -> None:
+    """Fill ``pool.paths`` (document -> logical path of every candidate document) and
+    ``pool.index_links`` (index document -> the candidate documents its Markdown links
+    point to, in the same repository). Two small reads; index text only for index
+    documents among the candidates."""
+    ids = list(pool.fused)
+    if not ids:
+        return
+    ph = ",".join("?" * len(ids))
+    by_path: dict[tuple[str, str], int] = {}
+    for doc, repo, path in conn.execute(
+            f"SELECT DISTINCT document_id, repository, logical_path FROM knowledge_nodes"
+            f" WHERE id IN ({ph})", ids):
+        pool.paths[int(doc)] = str(path)
+        by_path[(str(repo), str(path))] = int(doc)
+    wanted = set(names)
+    indexes = [(d, r, p) for (r, p), d in by_path.items() if posixpath.basename(p) in wanted]
+    for doc, repo, path in indexes:
+        text = "\n".join(str(t) for (t,) in conn.execute(
+            "SELECT text FROM knowledge_nodes WHERE document_id=? ORDER BY ordinal", (doc,)))
+        base = posixpath.dirname(path)
+        targets = {by_path.get((repo, posixpath.normpath(posixpath.join(base, t))))
+                   for _, t in links(text)}
+        got = frozenset(d for d in targets if d is not None and d != doc)
+        if got:
+            pool.index_links[doc] = got
