@@ -74,6 +74,7 @@ AGREE_TOP = fusion_mod.FusionParams().agree_top
 # semantic-only hits need cosine >= mean + z*std of the query's candidates
 SEMANTIC_MIN_Z = _DEFAULTS.semantic_min_z
 MATCH_KINDS = ("lexical", "semantic", "closest")
+EMBEDDER_DOWN = "embedder unavailable"
 NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
                 " meaning, not matches")
 NO_WORD_FILTERED_NOTE = ("no word of the query occurs in the documents this filter keeps; the"
@@ -282,36 +283,15 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
     n = max(int(candidates), int(k), 1)
-    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=build_fts_query(query))
-    # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
-    vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
-                             doc_type=doc_type, matrix=matrix)
-    lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
-    # Adaptive fusion weighs the lexical side by how much of the question its best
-    # candidates hold; measured while the vector scan may still be running.
-    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top)
-                 if fusion in ("adaptive", "evidence") else 1.0)
-    vec_top = vec_later()
-    if embedder is not None:
-        note_vectors_waiting(conn, res)
-    # Candidates are ranked bare (one light read for both lists); only the hits kept
-    # after fusion and the cut read their node text.
-    known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])
-    pool = fusion_mod.Pool.merge(hits_mod.stubs(lex_top, known, "lexical"),
-                                 hits_mod.stubs(vec_top, known, "vector"))
-    pool.lexical_share = lex_share
-    if semantic_min_z is not None:
-        pool.drop_weak_semantic(semantic_min_z)
-    if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
-        for h in pool.fused.values():             # is near it: the rest rank after
-            if h.match == "semantic":
-                h.match = "closest"
+    res, pool = gather(conn, query, embedder, n=n, repository=repository, doc_type=doc_type,
+                       adapt_top=adapt_top if fusion in ("adaptive", "evidence") else 0,
+                       semantic_min_z=semantic_min_z, matrix=matrix,
+                       lexical_cache=lexical_cache,
+                       index_names=index_names if fusion == "evidence" and index_rule else ())
     params = fusion_mod.FusionParams(
         method=fusion, lexical_weight=lexical_weight, vector_weight=vector_weight,
         rrf_k=rrf_k, adapt_power=adapt_power, adapt_knee=adapt_knee, agree_top=agree_top,
         index_rule=index_rule)
-    if fusion == "evidence" and index_rule:
-        fusion_mod.index_links(conn, pool, index_names)
     decision = fusion_mod.decide(pool, params, query)
     res.fusion = decision.as_json()
     res.decision = decision
@@ -330,6 +310,47 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if snippets:
         attach_snippets(conn, res.fts_query, res.hits)
     return res
+
+
+def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: int,
+           repository: str | None = None, doc_type: str | None = None, adapt_top: int = 0,
+           semantic_min_z: float | None = SEMANTIC_MIN_Z,
+           matrix: VectorMatrixCache | None = None, lexical_cache: LexicalCache | None = None,
+           index_names: Sequence[str] = ()) -> tuple[SearchResult, fusion_mod.Pool]:
+    """The candidates of a hybrid query: the best ``n`` of each side as one
+    :class:`~memlens.core.search.fusion.Pool` (with the lexical share of the best
+    ``adapt_top`` lexical candidates when ``adapt_top`` > 0, and the links of index
+    documents named ``index_names``), and the result its notes go to. Deterministic
+    for one database state: :func:`hybrid` fuses it, benchmarks replay fusions on it."""
+    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=build_fts_query(query))
+    # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
+    notes_before = len(res.notes)
+    vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
+                             doc_type=doc_type, matrix=matrix)
+    lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
+    # The lexical weight depends on how much of the question its best candidates hold;
+    # measured while the vector scan may still be running.
+    lex_share = _lexical_share(conn, res.fts_query, lex_top, adapt_top) if adapt_top else 1.0
+    vec_top = vec_later()
+    vector_ok = embedder is not None and not any(
+        note.startswith(EMBEDDER_DOWN) for note in res.notes[notes_before:])
+    if embedder is not None:
+        note_vectors_waiting(conn, res)
+    # Candidates are ranked bare (one light read for both lists); only the hits kept
+    # after fusion and the cut read their node text.
+    known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])
+    pool = fusion_mod.Pool.merge(hits_mod.stubs(lex_top, known, "lexical"),
+                                 hits_mod.stubs(vec_top, known, "vector"))
+    pool.lexical_share, pool.vector_ok = lex_share, vector_ok
+    if semantic_min_z is not None:
+        pool.drop_weak_semantic(semantic_min_z)
+    if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
+        for h in pool.fused.values():             # is near it: the rest rank after
+            if h.match == "semantic":
+                h.match = "closest"
+    if index_names:
+        fusion_mod.index_links(conn, pool, index_names)
+    return res, pool
 
 
 def _lexical_share(conn: apsw.Connection, fts: str | None, lex_top: Sequence[tuple[int, float]],
@@ -354,7 +375,7 @@ def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
     v = SearchResult(query=query, mode="vector", hits=[])
 
     def failed(exc: Exception) -> list[tuple[int, float]]:
-        res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
+        res.notes.append(f"{EMBEDDER_DOWN} ({type(exc).__name__}: {exc});"
                          " showing lexical results only")
         return []
 

@@ -53,6 +53,8 @@ class Pool:
     lex_rank: dict[int, int] = field(default_factory=dict)
     vec_rank: dict[int, int] = field(default_factory=dict)
     lexical_share: float = 1.0
+    vector_ok: bool = True
+    """False when there is no embedder or it failed: the fusion is lexical only."""
     paths: dict[int, str] = field(default_factory=dict)
     """document id -> logical path (of the candidates' documents; for the index rule)."""
     index_links: dict[int, frozenset[int]] = field(default_factory=dict)
@@ -139,7 +141,11 @@ def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
     method = p.method
     conf: Confidence | None = None
     parts: dict[int, Part] = {}
-    if method == "convex":
+    if not pool.vector_ok:  # embedder down: the lexical ranking as it is, no weight claimed
+        method = "lexical"
+        for nid in pool.fused:
+            parts[nid] = _part(pool, nid, pool.lex_raw.get(nid, 0.0), 0.0)
+    elif method == "convex":
         lex_max = max(pool.lex_raw.values(), default=0.0) or 1.0
         for nid in pool.fused:
             lx = p.lexical_weight * pool.lex_raw.get(nid, 0.0) / lex_max
