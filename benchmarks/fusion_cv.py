@@ -30,12 +30,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import pickle
 import shutil
 import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +173,16 @@ def score(item: Item, docs: Sequence[Any], collapse: bool = False) -> dict[str, 
     return {"hit1": float(rr == 1.0), "mrr": rr}
 
 
-def table(items: Sequence[Item], configs: dict[str, fusion_mod.FusionParams | str],
+Config = fusion_mod.FusionParams | str
+
+
+def table(items: Sequence[Item], configs: dict[str, Config],
           collapse: bool = False) -> dict[str, dict[tuple[str, str], tuple[float, float, int]]]:
-    """config -> (set, kind) -> (sum hit1-or-recall5, sum mrr, n); kind "all" too."""
+    """config -> (set, kind) -> (sum hit1-or-recall5, sum mrr, n); kind "all" too. A name
+    ending in `` pd1`` keeps one hit per note on LoCoMo (the others: two, the default)."""
     out: dict[str, dict[tuple[str, str], tuple[float, float, int]]] = {}
     for name, p in configs.items():
+        per_doc = 1 if name.endswith(" pd1") else 2
         acc: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
         for it in items:
             loc = it.set.startswith("locomo")
@@ -186,7 +192,7 @@ def table(items: Sequence[Item], configs: dict[str, fusion_mod.FusionParams | st
                 docs = it.vector
             else:
                 assert isinstance(p, fusion_mod.FusionParams)
-                docs = ranked_docs(it, p, 2 if loc else 0)
+                docs = ranked_docs(it, p, per_doc if loc else 0)
             sc = score(it, docs, collapse)
             for key in ((it.set, it.kind), (it.set, "all")):
                 a = acc[key]
@@ -208,17 +214,27 @@ def deficit(row: dict[tuple[str, str], tuple[float, float, int]],
     return tot
 
 
-def grid() -> dict[str, fusion_mod.FusionParams]:
-    out: dict[str, fusion_mod.FusionParams] = {
-        "adaptive (old default)": fusion_mod.FusionParams(method="adaptive", index_rule=False),
-        "rrf": fusion_mod.FusionParams(method="rrf", vector_weight=1.0, index_rule=False),
+def grid() -> dict[str, Config]:
+    P = fusion_mod.FusionParams
+    out: dict[str, Config] = {
+        "adaptive (old default)": P(method="adaptive", index_rule=False),
+        "adaptive (old default) pd1": P(method="adaptive", index_rule=False),
+        "rrf": P(method="rrf", vector_weight=1.0, index_rule=False),
     }
-    for knee, power, vw, rule in itertools.product((0.4, 0.6, 0.8), (1.0, 2.0), (0.5, 0.75, 1.0),
-                                                   (False, True)):
-        out[f"evidence knee{knee} p{power} vw{vw}{' idx' if rule else ''}"] = fusion_mod.FusionParams(
-            method="evidence", adapt_knee=knee, adapt_power=power, vector_weight=vw,
-            index_rule=rule)
+    for knee, power, vw, agree, mk, lp in itertools.product(
+            (0.4, 0.6, 0.8), (1.0, 2.0), (0.35, 0.5, 0.75), (False, True), (0.0, 1.0, 2.0),
+            (0.0, 0.25)):
+        name = (f"ev k{knee} p{power} vw{vw}{' agree' if agree else ''}"
+                f"{f' mk{mk}' if mk else ''}{f' lp{lp}' if lp else ''}")
+        out[name] = P(adapt_knee=knee, adapt_power=power, vector_weight=vw, agree_keep=agree,
+                      margin_knee=mk, length_prior=lp)
+    out["ev k0.6 p2.0 vw0.5 noidx"] = P(index_rule=False)
+    out["ev k0.6 p2.0 vw0.5 pd1"] = P()
     return out
+
+
+def _cell(v: tuple[float, float, int]) -> str:
+    return f"{v[0] / v[2]:6.3f}/{v[1] / v[2]:.3f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -226,12 +242,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--locomo", type=Path, help="LoCoMo DATA_DIR (see benchmarks/locomo.py)")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--items", type=Path, help="pickle of the gathered pools: read if it exists, "
+                    "else written (replays skip the gathering)")
+    ap.add_argument("--show", help="print this config's per-kind cells")
     a = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        items = list(memory_sets(Path(tmp), a.embedder))
-    if a.locomo:
-        items += list(locomo_sets(a.locomo, a.embedder))
-    configs: dict[str, fusion_mod.FusionParams | str] = {"lexical": "lexical", "vector": "vector"}
+    if a.items and a.items.exists():
+        items: list[Item] = pickle.loads(a.items.read_bytes())
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            items = list(memory_sets(Path(tmp), a.embedder))
+        if a.locomo:
+            items += list(locomo_sets(a.locomo, a.embedder))
+        if a.items:
+            a.items.write_bytes(pickle.dumps(items))
+    configs: dict[str, Config] = {"lexical": "lexical", "vector": "vector"}
     configs.update(grid())
     res = table(items, configs)
     choose = {it.set for it in items if it.role == "choose"}
@@ -246,13 +270,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'config':40s} {'def.ch':>7s} {'def.rep':>7s} " + " ".join(f"{s:>14s}" for s in sets))
     for n in ["lexical", "vector", *ranked]:
         r = res[n]
-        cells = " ".join(f"{r[(s, 'all')][0] / r[(s, 'all')][2]:6.3f}/{r[(s, 'all')][1] / r[(s, 'all')][2]:.3f}"
-                         for s in sets)
+        cells = " ".join(_cell(r[(s, "all")]) for s in sets)
         print(f"{n:40s} {deficit(r, lex, vec, choose):7.1f} {deficit(r, lex, vec, report):7.1f} {cells}")
+    for n in ([a.show] if a.show else []):
+        keys = sorted(k for k in res[n] if k[1] != "all")
+        for key in keys:
+            print(f"{key[0]:11s} {key[1]:11s} n={lex[key][2]:4d} lexical {_cell(lex[key])} "
+                  f"vector {_cell(vec[key])} {n} {_cell(res[n][key])}")
     if a.json:
         a.json.write_text(json.dumps({n: {f"{k[0]}|{k[1]}": v for k, v in r.items()}
                                       for n, r in res.items()}, indent=1))
-    _ = replace
     return 0
 
 

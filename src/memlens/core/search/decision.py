@@ -20,6 +20,13 @@ class FusionParams:
     adapt_knee: float = 0.6
     agree_top: int = 3
     index_rule: bool = True
+    agree_keep: bool = False
+    """When the lists agree, the lexical weight is not cut by the share."""
+    margin_knee: float = 0.0
+    """> 0: the vector weight is scaled by ``min(1, margin / margin_knee)``, ``margin`` being
+    the z-gap between the vector side's best two documents (0: off)."""
+    length_prior: float = 0.0
+    """> 0: a chunk's score is divided by ``chunks_of_its_document ** length_prior``."""
 
 
 @dataclass(frozen=True)
@@ -32,9 +39,12 @@ class Confidence:
     """The best document of each side is among the first ``agree_top`` of the other."""
     lexical_weight: float
     vector_weight: float
+    vector_margin: float = 0.0
+    """z-gap between the cosines of the vector side's best two documents."""
 
     def as_json(self) -> dict[str, Any]:
         return {"lexical_share": round(self.lexical_share, 4), "agreement": self.agreement,
+                "vector_margin": round(self.vector_margin, 4),
                 "lexical_weight": round(self.lexical_weight, 4),
                 "vector_weight": round(self.vector_weight, 4)}
 

@@ -59,6 +59,8 @@ class Pool:
     """document id -> logical path (of the candidates' documents; for the index rule)."""
     index_links: dict[int, frozenset[int]] = field(default_factory=dict)
     """index document id -> the candidate documents its links point to."""
+    doc_chunks: dict[int, int] = field(default_factory=dict)
+    """document id -> its number of chunks (for the length prior)."""
 
     @classmethod
     def merge(cls, lex_hits: Iterable[SearchHit], vec_hits: Iterable[SearchHit]) -> Pool:
@@ -131,8 +133,28 @@ def confidence(pool: Pool, p: FusionParams) -> Confidence:
     lex_top = _top_docs(pool, pool.lex_rank, p.agree_top)
     vec_top = _top_docs(pool, pool.vec_rank, p.agree_top)
     agree = bool(lex_top and vec_top and (lex_top[0] in vec_top or vec_top[0] in lex_top))
+    if agree and p.agree_keep:
+        lw = p.lexical_weight
+    margin = _vector_margin(pool)
+    vw = p.vector_weight
+    if p.margin_knee > 0:
+        vw *= min(1.0, margin / p.margin_knee)
     return Confidence(lexical_share=share, agreement=agree, lexical_weight=lw,
-                      vector_weight=p.vector_weight)
+                      vector_weight=vw, vector_margin=margin)
+
+
+def _vector_margin(pool: Pool) -> float:
+    """(best cosine of the first document - best of the second) / std of the cosines."""
+    if len(pool.vec_raw) < 2:
+        return 0.0
+    best: dict[int, float] = {}
+    for nid, cos in pool.vec_raw.items():
+        if nid in pool.fused:
+            d = pool.doc(nid)
+            best[d] = max(best.get(d, -2.0), cos)
+    top = sorted(best.values(), reverse=True)
+    _, sd = _mean_sd(pool.vec_raw.values())
+    return (top[0] - top[1]) / sd if len(top) > 1 and sd > 1e-12 else 0.0
 
 
 def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
@@ -174,8 +196,10 @@ def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
         conf = confidence(pool, p)
         ln, vn = normalise(pool.lex_raw, "zscore"), normalise(pool.vec_raw, "zscore")
         for nid in pool.fused:
-            parts[nid] = _part(pool, nid, conf.lexical_weight * max(0.0, ln.get(nid, 0.0)),
-                               conf.vector_weight * max(0.0, vn.get(nid, 0.0)))
+            damp = (pool.doc_chunks.get(pool.doc(nid), 1) ** -p.length_prior
+                    if p.length_prior else 1.0)
+            parts[nid] = _part(pool, nid, damp * conf.lexical_weight * max(0.0, ln.get(nid, 0.0)),
+                               damp * conf.vector_weight * max(0.0, vn.get(nid, 0.0)))
     else:
         raise ValueError(f"unknown fusion {method!r}")
     order = sorted(parts, key=lambda nid: (not pool.fused[nid].is_match, -parts[nid].score, nid))
@@ -246,6 +270,12 @@ def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str]) -> None
             f" WHERE id IN ({ph})", ids):
         pool.paths[int(doc)] = str(path)
         by_path[(str(repo), str(path))] = int(doc)
+    docs = list(pool.paths)
+    dph = ",".join("?" * len(docs))
+    for doc, count in conn.execute(
+            f"SELECT document_id, count(*) FROM knowledge_nodes WHERE document_id IN ({dph})"
+            " GROUP BY document_id", docs):
+        pool.doc_chunks[int(doc)] = int(count)
     wanted = set(names)
     indexes = [(d, r, p) for (r, p), d in by_path.items() if posixpath.basename(p) in wanted]
     for doc, repo, path in indexes:
