@@ -249,6 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.items and a.items.exists():
         items: list[Item] = pickle.loads(a.items.read_bytes())
+        fresh = fusion_mod.Pool()
+        for it in items:  # pools pickled before a field was added get its default
+            for name, value in vars(fresh).items():
+                if not hasattr(it.pool, name):
+                    setattr(it.pool, name, value)
         if a.memory_again:
             with tempfile.TemporaryDirectory() as tmp:
                 items = [*memory_sets(Path(tmp), a.embedder),
