@@ -64,8 +64,8 @@ def test_absent_is_never_below_a_present_candidate_for_being_absent(
         assert part.score == pytest.approx(part.lexical + part.vector)
     # the same vector evidence, one lexically absent and one lexically present but weak:
     # the absent one is never ranked below the weak one
-    for a, pa in d.parts.items():
-        for b, pb in d.parts.items():
+    for pa in d.parts.values():
+        for pb in d.parts.values():
             if pa.lexical_absent and not pb.lexical_absent and pb.lexical == 0.0 \
                     and pa.vector >= pb.vector:
                 assert pa.score >= pb.score
