@@ -168,3 +168,16 @@ def test_decision_parts_add_up_to_the_scores(svc: MemoryService) -> None:
         assert h.score == pytest.approx(part.lexical + part.vector, abs=1e-7)
     pos = {nid: i for i, nid in enumerate(res.decision.order)}
     assert [pos[h.node_id] for h in res.hits] == sorted(pos[h.node_id] for h in res.hits)
+
+
+def test_mcp_search_gives_one_hit_per_document(svc: MemoryService) -> None:
+    """An agent reads documents: search_memory's k hits are k distinct files, while the
+    CLI's and the TUI's search keeps up to two sections of one file."""
+    from memlens.mcp.tools import search_memory
+
+    q = "incident backfill warehouse"
+    out = search_memory(svc, q, k=8, all_projects=True).data
+    docs = [(h["repository"], h["path"]) for h in out["hits"]]
+    assert docs and len(docs) == len(set(docs))
+    chunks = svc.search(q, k=8, all_projects=True).hits
+    assert len({h.document_id for h in chunks}) < len(chunks)  # the runbook holds two
