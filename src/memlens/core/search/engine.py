@@ -1,5 +1,6 @@
 """Search over active projections: lexical (FTS5 bm25), vector (sqlite-vec KNN),
-hybrid (a selectable fusion of the two: convex, min-max, z-score or reciprocal rank).
+hybrid (a selectable fusion of the two: evidence, adaptive, convex, min-max, z-score or
+reciprocal rank; the fusion itself is :mod:`memlens.core.search.fusion`).
 The fuzzy "go to document" filter lives in :class:`memlens.core.types.FilterIndex`.
 
 Only knowledge nodes are searched, and nodes exist only for the active projected
@@ -254,7 +255,12 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
       candidates (min-max to [0, 1] or z-score); a candidate missing from one side
       gets that side's lowest normalised value; then weighted sum.
     - ``"rrf"``: ``sum(w / (rrf_k + rank))``.
-    - ``"adaptive"`` (what ``auto`` means with a semantic embedder): z-score fusion
+    - ``"evidence"`` (what ``auto`` means with a semantic embedder; issue 46): each side
+      adds only its positive z-score (absent = 0 = no evidence), the lexical side
+      weighted as in ``adaptive``, and a ``MEMORY.md`` chunk gives way to the topic file
+      its matching line links to (:mod:`memlens.core.search.fusion`). The decision, every
+      candidate's score in parts, is ``res.decision``.
+    - ``"adaptive"`` (the default before issue 46): z-score fusion
       whose lexical weight is scaled by ``share ** adapt_power``, ``share`` being the
       best idf-weighted share of the query's phrases held by one of the top
       ``adapt_top`` lexical candidates (:func:`memlens.core.search.evidence.coverage`).
