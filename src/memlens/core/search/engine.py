@@ -336,7 +336,10 @@ def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: i
     lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
     # The lexical weight depends on how much of the question its best candidates hold;
     # measured while the vector scan may still be running.
-    lex_share = _lexical_share(conn, res.fts_query, lex_top, adapt_top) if adapt_top else 1.0
+    weights = (search_evidence.phrase_weights(conn, res.fts_query)
+               if adapt_top and lex_top and res.fts_query else None)
+    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top, weights)
+                 if adapt_top else 1.0)
     vec_top = vec_later()
     vector_ok = embedder is not None and not any(
         note.startswith(EMBEDDER_DOWN) for note in res.notes[notes_before:])
@@ -355,17 +358,18 @@ def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: i
             if h.match == "semantic":
                 h.match = "closest"
     if index_names:
-        fusion_mod.index_links(conn, pool, index_names, res.fts_query)
+        fusion_mod.index_links(conn, pool, index_names, res.fts_query, weights)
     return res, pool
 
 
 def _lexical_share(conn: apsw.Connection, fts: str | None, lex_top: Sequence[tuple[int, float]],
-                   top: int) -> float:
+                   top: int, weights: dict[str, float] | None = None) -> float:
     """The best idf-weighted query coverage among the first ``top`` lexical candidates
     (0 when there are none)."""
     if not lex_top or not fts:
         return 0.0
-    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]])
+    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]],
+                                   weights=weights)
     return max(cov.values(), default=0.0)
 
 
