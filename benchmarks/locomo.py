@@ -43,8 +43,16 @@ LoCoMo's own category ids: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
 5 adversarial. basic-memory names them single_hop, multi_hop, temporal, open_domain,
 adversarial (shifted: its "multi_hop" is LoCoMo's temporal set).
 
-Importable: :func:`load_questions`, :func:`build_corpus`, :func:`cached_database`,
-:func:`open_service`, :func:`evaluate`, :func:`score_hits`.
+Importable (``sys.path.insert(0, "benchmarks"); import locomo``)::
+
+    corpus = locomo.load_corpus(Path(DATA_DIR))
+    db, _ = locomo.cached_database(corpus, Path(DATA_DIR))
+    choose = locomo.select(corpus, "all", 42, locomo.parse_conversations("0-4"))
+    r = locomo.evaluate(db, choose, "hybrid", "adaptive", overrides={"search.lexical_weight": 0.5})
+    r["as_returned"]["all"]["recall@5"], r["collapsed"]["by_category"]["3"]["mrr"]
+
+(``evaluate`` also takes an open ``MemoryService``; with a fusion or overrides it opens a
+second one on the same database that shares its embedder.)
 """
 
 from __future__ import annotations
@@ -386,9 +394,20 @@ def cached_database(corpus: Corpus, data_dir: Path, *, embedder: str = "minilm",
     if not rebuild and db.exists() and marker.exists():
         facts: dict[str, Any] = json.loads(marker.read_text())
         return db, {**facts, "cached": True}
-    marker.unlink(missing_ok=True)
-    facts = {"corpus_sha256": corpus.sha256(), "key": key, **build_database(corpus, db, embedder=embedder)}
-    marker.write_text(json.dumps(facts, indent=1))
+    # Built under a name of this process, then renamed: two runs building at once (the
+    # fusion work and a report, say) each finish their own file, and a reader never opens
+    # a half-built one.
+    building = db.with_name(f"{db.stem}.{os.getpid()}.building.db")
+    facts = {"corpus_sha256": corpus.sha256(), "key": key,
+             **build_database(corpus, building, embedder=embedder)}
+    if any(Path(f"{building}{s}").exists() for s in ("-wal", "-shm")):
+        raise LocomoError(f"{building}: its WAL was left after the build; not renamed")
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    os.replace(building, db)
+    tmp_marker = marker.with_name(f"{marker.name}.{os.getpid()}")
+    tmp_marker.write_text(json.dumps(facts, indent=1))
+    os.replace(tmp_marker, marker)
     return db, {**facts, "cached": False}
 
 
@@ -437,7 +456,8 @@ def evaluate(target: MemoryService | Path, questions: Sequence[Question], mode: 
         for q in questions:
             hits, method = _search(svc, q.question, mode, k)
             used[method] = used.get(method, 0) + 1
-            per.append({"id": q.id, "category": q.category, "truth": list(q.truth), "hits": hits,
+            per.append({"id": q.id, "category": q.category, "question": q.question,
+                        "truth": list(q.truth), "hits": hits,
                         "as_returned": score_hits(hits, q.truth),
                         "collapsed": score_hits(collapse(hits), q.truth)})
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0

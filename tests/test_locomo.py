@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import run_cli
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -194,6 +196,8 @@ def test_end_to_end_through_the_service(tmp_path: Path) -> None:
     assert facts["documents"] == 3 and not facts["cached"]
     again, facts2 = L.cached_database(corpus, data)
     assert again == db and facts2["cached"]
+    # built under a name of its own, then renamed: nothing else is left in the cache
+    assert sorted(p.name for p in db.parent.iterdir()) == sorted([db.name, db.with_suffix(".json").name])
     qs = [q for q in corpus.questions if q.id in ("locomo_0_qa0", "locomo_1_qa0")]
     svc = L.open_service(db)
     try:
@@ -213,3 +217,21 @@ def test_end_to_end_through_the_service(tmp_path: Path) -> None:
         svc.close()
     by_path = L.evaluate(db, qs, "hybrid", "rrf")
     assert by_path["as_returned"]["all"]["recall@10"] == 1.0
+
+
+def test_hits_are_those_of_memlens_search(tmp_path: Path) -> None:
+    """The benchmark's hit list of a question is the note order `memlens search --json`
+    prints for it, in each mode and with a --fusion."""
+    data = _write_data(tmp_path / "data")
+    corpus = L.load_corpus(data)
+    db, _ = L.cached_database(corpus, data)
+    q = next(q for q in corpus.questions if q.id == "locomo_0_qa3")
+    (tmp_path / "none.toml").write_text("")  # no user config file
+    for mode, fusion in (("lexical", None), ("vector", None), ("hybrid", None), ("hybrid", "rrf")):
+        ours = L.evaluate(db, [q], mode, fusion, per_question=True)["questions"][0]["hits"]
+        args = ["search", q.question, "--db", str(db), "--config", str(tmp_path / "none.toml"),
+                "--embedder", "minilm", "--mode", mode, "--json", "-k", "10"]
+        proc = run_cli(*args, *(["--fusion", fusion] if fusion else []))
+        assert proc.returncode == 0, proc.stderr
+        cli = [Path(h["path"]).stem for h in json.loads(proc.stdout)["hits"]]
+        assert ours == cli and ours, (mode, fusion)
