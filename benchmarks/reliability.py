@@ -18,7 +18,11 @@ default test run):
 * ``concurrency``: ingest loop + search loop + doctor loop + ``memlens watch``,
   then the same with two ingest loops (``--seconds`` each);
 * ``hostile``: the hostile-input cases (with tracemalloc), the long hypothesis
-  fuzz and the 50 MB file, through pytest ``--run-slow``.
+  fuzz and the 50 MB file, through pytest ``--run-slow``;
+* ``redaction`` (not in the default ``--only``; needs ``--gitleaks`` and
+  ``--trufflehog`` git directories): keyed recall on gitleaks' rule samples and on
+  trufflehog's detector tests, the look-alikes kept, and prose recall of the prefixed
+  rules (``benchmarks/redact_public.py``, which also prints the per-family table).
 
 A "failure" is a run whose outcome broke an invariant (listed under the table);
 failures explained by a known, documented bug are marked with its id.
@@ -40,6 +44,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from tests import reliability_helpers as H  # noqa: E402
 
@@ -183,6 +188,31 @@ def run_hostile(work: Path, rows: list[Row], quick: bool) -> None:
                         [d for d in details if d.startswith(group)]))
 
 
+def run_redaction(rows: list[Row], gitleaks: str | None, trufflehog: str | None) -> None:
+    import redact_public as rp
+
+    if not gitleaks or not trufflehog:
+        rows.append(Row("redaction on public sets (needs --gitleaks and --trufflehog)", 0, 1,
+                        "benchmarks/redact_public.py --gitleaks DIR --trufflehog DIR", 0.0))
+        return
+    t = time.perf_counter()
+    gl, th = rp._git_dir(gitleaks), rp._git_dir(trufflehog)
+    g = rp.gitleaks_keyed(gl)
+    tr, skipped = rp.trufflehog_keyed(th)
+    kept, fps = rp.lookalikes()
+    prose = rp.prose_by_family(rp.gitleaks_identifiers(gl)[1])
+    pre = [sum(c["prefixed"][i] for c in prose.values() if "prefixed" in c) for i in (0, 1)]
+    cmd = "python benchmarks/redact_public.py --gitleaks DIR --trufflehog DIR"
+    for name, (h, n) in (
+            ("redaction: gitleaks rule samples, keyed", (sum(g.handled.values()), sum(g.total.values()))),
+            ("redaction: trufflehog detector tests, keyed",
+             (sum(tr.handled.values()), sum(tr.total.values()))),
+            ("redaction: look-alikes kept unchanged", (kept, fps)),
+            ("redaction: prefixed rules alone in prose", (pre[0], pre[1]))):
+        rows.append(Row(f"{name}: {h / n:.3f}", n, n - h, cmd, time.perf_counter() - t,
+                        [f"skipped {dict(skipped)}"] if "trufflehog" in name else []))
+
+
 def table(rows: list[Row]) -> str:
     out = ["| Scenario | Runs | Failures | Reproduce |", "|---|---:|---:|---|"]
     for r in rows:
@@ -200,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vfs-stride", type=int, default=None)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--gitleaks", default=None, help="git dir of gitleaks (--only redaction)")
+    ap.add_argument("--trufflehog", default=None, help="git dir of trufflehog (--only redaction)")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     trials = args.crash_trials or (8 if args.quick else 50)
@@ -217,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                  ("vfs", lambda: run_vfs(work, rows, stride)),
                  ("crash", lambda: run_crash(work, rows, trials)),
                  ("concurrency", lambda: run_concurrency(work, rows, seconds)),
-                 ("hostile", lambda: run_hostile(work, rows, args.quick))]
+                 ("hostile", lambda: run_hostile(work, rows, args.quick)),
+                 ("redaction", lambda: run_redaction(rows, args.gitleaks, args.trufflehog))]
         for name, fn in steps:
             if name in only:
                 print(f"running {name} ...", file=sys.stderr, flush=True)

@@ -914,7 +914,13 @@ def crash_trial(workdir: Path, seed: int, *, max_delay: float = 1.2,
         child.kill()
         _o, err = child.communicate(timeout=timeout)
         return CrashTrial(seed, 0.0, 0, 0, False, [f"child did not start: {line!r} {err[-2000:]}"])
-    delay = rng.uniform(0.02, max_delay)
+    # The moment is a share of the child's work, not of the wall clock: on a loaded
+    # machine the child gets through less per second, so the delay stretches with the
+    # load (issue 42: beside two busy loops every kill landed before any projection).
+    from tests.conftest import load_factor, scaled
+
+    delay = rng.uniform(0.02, max_delay) * load_factor()
+    timeout = scaled(timeout)
     time.sleep(delay)
     child.send_signal(signal.SIGKILL)
     out, err = child.communicate(timeout=timeout)

@@ -11,18 +11,15 @@ import asyncio
 import gc
 import math
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from memlens.tui.screens.search import DEBOUNCE_SECONDS
+from tests.conftest import REPO, load_benchmark
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import tui as tui_bench  # noqa: E402
-
-from memlens.tui.screens.search import DEBOUNCE_SECONDS  # noqa: E402
+tui_bench = load_benchmark("tui")
 
 
 @pytest.fixture(scope="module")
@@ -128,11 +125,15 @@ def test_spawned_first_paint(tiny_db: Path) -> None:
     assert out["python_print_floor_s"][0] is not None
 
 
-def test_callback_probe_names_what_ran_and_restores_textual(tiny_db: Path) -> None:
+def test_callback_probe_names_what_ran_and_restores_textual(
+        tiny_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """benchmarks/tui_callbacks.py: the stalls list the callbacks inside them, the focus
     breakdown has the tree's redraw, and every wrapped method is put back."""
     import asyncio.events
 
+    # It imports its sibling ``tui`` from sys.path; monkeypatch puts sys.path back after
+    # the test (benchmarks/ holds a static_model.py that hides the installed package).
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import tui_callbacks
     from textual.widget import Widget
 

@@ -23,10 +23,10 @@ from memlens.core.chunking import chunker as chunking
 from memlens.core.chunking.chunker import ChunkerConfig, ChunkerConfigError, chunk_markdown, tiny_tokens
 from memlens.core.chunking.tokens import estimate_tokens
 from memlens.core.config.settings import ConfigError, load_settings
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, load_benchmark, run_cli
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-from pathological import heading_dense, prose  # noqa: E402
+_pathological = load_benchmark("pathological")
+heading_dense, prose = _pathological.heading_dense, _pathological.prose
 
 MIB = 1024 * 1024
 

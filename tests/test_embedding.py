@@ -6,6 +6,7 @@ The HTTP (openai-compatible) embedder is tested in test_embedding_http.py.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -33,6 +34,7 @@ from memlens.core.embedders.registry import (
     l2_normalize,
     make_embedder,
 )
+from tests.conftest import REPO
 
 SAMPLE_TEXTS = [
     "Set PRAGMA busy_timeout=5000 so writers wait instead of failing with SQLITE_BUSY.",
@@ -264,23 +266,47 @@ def test_error_hierarchy() -> None:
 
 
 def _tokenlearn_model_dir() -> Path | None:
-    """The model shipped in the tokenlearn-static-model package, found without importing it
-    (importing loads its native extension)."""
-    spec = importlib.util.find_spec("static_model")
-    if spec is None or not spec.submodule_search_locations:
+    """The model shipped in the tokenlearn-static-model package, found from the installed
+    distribution's file list (not ``find_spec("static_model")``: any ``static_model.py`` on
+    ``sys.path``, such as ``benchmarks/static_model.py``, would answer instead, and
+    importing the package loads its native extension)."""
+    try:
+        dist = importlib.metadata.distribution("tokenlearn-static-model")
+    except importlib.metadata.PackageNotFoundError:
         return None
-    for location in spec.submodule_search_locations:
-        folder = Path(location) / "model"
-        if (folder / "model.safetensors").is_file():
-            return folder
+    for file in dist.files or []:
+        if file.name == "model.safetensors" and file.parts[:2] == ("static_model", "model"):
+            folder = Path(str(dist.locate_file(file))).parent
+            if (folder / "model.safetensors").is_file():
+                return folder
     return None
 
 
+def _model2vec_missing() -> str | None:
+    """Why the model2vec tests cannot run, or None when they can."""
+    missing = [name for name, absent in (
+        ("model2vec", importlib.util.find_spec("model2vec") is None),
+        ("tokenlearn-static-model", _tokenlearn_model_dir() is None)) if absent]
+    return f"{' and '.join(missing)} not installed (dev dependencies)" if missing else None
+
+
 TOKENLEARN_DIR = _tokenlearn_model_dir()
-needs_model = pytest.mark.skipif(
-    TOKENLEARN_DIR is None or importlib.util.find_spec("model2vec") is None,
-    reason="needs model2vec and the tokenlearn-static-model package (dev dependencies)",
-)
+MODEL2VEC_MISSING = _model2vec_missing()
+needs_model = pytest.mark.skipif(MODEL2VEC_MISSING is not None,
+                                 reason=MODEL2VEC_MISSING or "")
+
+
+def test_tokenlearn_model_is_found_beside_a_static_model_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: with ``benchmarks/`` on ``sys.path`` (as test modules collected earlier
+    in the same worker once put it), the installed model is still found."""
+    try:
+        importlib.metadata.distribution("tokenlearn-static-model")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("tokenlearn-static-model not installed (dev dependency)")
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    importlib.invalidate_caches()
+    assert _tokenlearn_model_dir() is not None
 
 
 class _NoNetwork:

@@ -23,7 +23,9 @@ from tests.test_corpus_validation import headings
 ROOT = Path(__file__).resolve().parent.parent
 SETS = {"dev": (ROOT / "corpus", "queries_hard.jsonl", "ht"),
         "validation": (ROOT / "corpus_validation", "queries_hard.jsonl", "hv"),
-        "validation-2": (ROOT / "corpus_validation", "queries_hard2.jsonl", "hw")}
+        "validation-2": (ROOT / "corpus_validation", "queries_hard2.jsonl", "hw"),
+        "blind3-dev": (ROOT / "corpus", "queries_blind3.jsonl", "b3c"),
+        "blind3-held-out": (ROOT / "corpus_validation", "queries_blind3.jsonl", "b3v")}
 KEYS = {"id", "query", "kind", "repository", "path", "heading"}
 
 

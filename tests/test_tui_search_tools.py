@@ -158,3 +158,29 @@ async def _no_editor(scenario: Scenario) -> None:
         problems = [e.text for e in app.events_log.entries() if e.is_problem]
         assert any("set $EDITOR" in t for t in problems), problems
         assert os.environ.get("EDITOR") is None
+
+
+@pytest.mark.parametrize("tmux", [False, True], ids=["terminal", "tmux"])
+def test_y_says_how_it_copied_and_in_tmux_what_to_set(
+        scenario: Scenario, monkeypatch: pytest.MonkeyPatch, tmux: bool) -> None:
+    """Issue 42: "copied" alone, while inside tmux nothing arrived (OSC 52 needs
+    ``set-clipboard on``): say how it copied and, in tmux, what to do."""
+    if tmux:
+        monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1234,0")
+    else:
+        monkeypatch.delenv("TMUX", raising=False)
+    asyncio.run(_copy_note(scenario, tmux))
+
+
+async def _copy_note(scenario: Scenario, tmux: bool) -> None:
+    from tests.test_tui import record_notifications
+    app = scenario.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        notes = record_notifications(app)
+        await _open_search(pilot, "cache key")
+        await pilot.press("tab")
+        await pilot.press("y")
+        await settle(pilot)
+        copied = [n for n in notes if "copied" in n]
+        assert len(copied) == 1 and "OSC 52" in copied[0]
+        assert ("set -g set-clipboard on" in copied[0]) is tmux

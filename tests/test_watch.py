@@ -27,7 +27,7 @@ from memlens.core.ingest.sources import MemoryRoot
 from memlens.core.service import MemoryService
 from memlens.core.store import db as dbm
 from memlens.watch.watcher import Watcher, WatchEvent
-from tests.conftest import REPO, MemoryTree, run_cli
+from tests.conftest import REPO, MemoryTree, run_cli, scaled
 
 SLUG = "-home-dev-proj"
 TIMEOUT = 10.0
@@ -37,7 +37,9 @@ Live = dict[tuple[str, str], dict[str, Any]]
 
 def wait_until(pred: Callable[[], object], timeout: float = TIMEOUT, what: str = "condition"
                ) -> None:
-    """Poll ``pred`` until true; fail with ``what`` after ``timeout`` seconds."""
+    """Poll ``pred`` until true; fail with ``what`` after ``timeout`` seconds, scaled by
+    the machine's load (:func:`tests.conftest.scaled`: the bound only ends a stuck run)."""
+    timeout = scaled(timeout)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():

@@ -76,9 +76,11 @@ class ServiceFlows(ServiceReads):
     # -- steps --------------------------------------------------------------------
     def ingest(self, roots: Sequence[MemoryRoot], *, project: bool = True,
                on_change: Callable[[FileChange], None] | None = None,
-               only_paths: dict[Path, set[str]] | None = None) -> IngestOutcome:
+               only_paths: dict[Path, set[str]] | None = None,
+               verify_content: bool = False) -> IngestOutcome:
         """Ingest memory roots durably, then (unless deferred) project pending work
-        (:meth:`project`).
+        (:meth:`project`). ``verify_content`` reads files whose size and mtime match
+        too and compares their hash (the watcher's periodic reconcile).
 
         A full disk stops the run (``report.stopped``): what was stored is kept and
         nothing more is attempted, projection included."""
@@ -89,6 +91,14 @@ class ServiceFlows(ServiceReads):
         cfg = self.chunker_config()
         key = self.install_key()
         report = IngestReport()
+        redone, wiped = self._follow_rule_change()
+        if redone:
+            report.warnings.append(
+                f"the redaction rules changed: {redone} stored document(s) redacted again"
+                + (" and their old text wiped from the database" if wiped else
+                   "; another process still reads the database, so its old text may stay in"
+                   " free pages or the WAL: run `memlens purge` when it is closed")
+                + "; every file is read again")
         limits = self.settings.limits  # [limits], where MEMLENS_MAX_* overrides
         for root in roots:
             sel = only_paths.get(root.path) if only_paths is not None else None
@@ -96,7 +106,8 @@ class ServiceFlows(ServiceReads):
                 continue
             part = ingest_root(conn, root, cfg, key, self.clock, only_paths=sel,
                                max_bytes=limits.max_file_bytes,
-                               max_chunks=limits.max_chunks_per_file, on_change=on_change)
+                               max_chunks=limits.max_chunks_per_file, on_change=on_change,
+                               verify_content=verify_content)
             report.changes.extend(part.changes)
             report.warnings.extend(part.warnings)
             if part.stopped:
@@ -106,6 +117,69 @@ class ServiceFlows(ServiceReads):
                          if c.document_id is not None and c.kind not in ("unchanged", "failed")])
         pr = self.project() if project else None
         return IngestOutcome(report, pr, proj.pending_count(conn))
+
+    def _reredact_stored(self) -> tuple[int, list[int], int, int]:
+        """Redact everything stored again with the current rules (``secure_delete`` on):
+        every document's content, revisions and chunks, and the stored form of secret file
+        names (:mod:`memlens.core.store.purge`); changed documents lose their projection
+        and are queued. Returns (documents looked at, changed ids, revisions, chunks)."""
+        from memlens.core.projection.swap import drop_projection
+        from memlens.core.redact.engine import redact
+        from memlens.core.store.purge import rename_secret_names, reredact_document
+        from memlens.core.store.records import document_ids
+
+        conn = self._writable()
+        conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
+
+        def red(text: str) -> str:
+            return redact(text).text
+
+        ids = document_ids(conn)
+        changed: list[int] = []
+        revisions = chunks = 0
+        key = self.install_key()
+        for d in ids:
+            renamed = rename_secret_names(conn, d, key, self.clock())
+            r = reredact_document(conn, d, red, self.clock(), unproject=drop_projection)
+            revisions += r.revisions
+            chunks += r.chunks
+            if renamed or r.document or r.revisions or r.chunks or r.reprojected:
+                changed.append(d)
+        return len(ids), changed, revisions, chunks
+
+    def _follow_rule_change(self) -> tuple[int, bool]:
+        """When the redaction rules differ from those the database was last redacted with
+        (:mod:`memlens.core.redact.fingerprint`, kept in ``meta``): redact everything
+        stored again, wipe the old text (FTS merge, checkpoint, VACUUM with
+        ``secure_delete``), mark every live file to be read again by this and later scans
+        (their unchanged mtime and size are not trusted), then record the new fingerprint.
+        An interrupted pass runs again next time (the fingerprint is recorded last).
+        Returns how many documents changed (0 when the rules did not change) and whether
+        the old text was wiped (False while another process keeps the WAL or a lock)."""
+        import apsw
+
+        from memlens.core.projection.changes import redaction_mark, set_redaction_mark
+        from memlens.core.redact.fingerprint import current
+
+        conn = self._writable()
+        fp = current()
+        if redaction_mark(conn) == fp:
+            return 0, True
+        from memlens.core.projection.swap import optimize_fts
+        from memlens.core.store import db as dbm
+        from memlens.core.store.purge import mark_for_reread
+
+        _, changed, _, _ = self._reredact_stored()
+        mark_for_reread(conn)
+        wiped = True
+        if changed:
+            optimize_fts(conn)
+            try:
+                wiped = dbm.secure_vacuum(conn)
+            except (apsw.BusyError, apsw.LockedError):
+                wiped = False  # a reader or writer elsewhere: purge later compacts
+        set_redaction_mark(conn, fp)
+        return len(changed), wiped
 
     def _retention(self, doc_ids: Sequence[int]) -> None:
         from memlens.core.store.records import apply_retention

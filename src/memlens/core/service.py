@@ -319,36 +319,25 @@ class MemoryService(ServiceFlows):
         projection and the cached vectors of the old text, are re-chunked and
         re-projected. Then the FTS index is merged, the WAL checkpointed and the file
         VACUUMed with ``secure_delete`` on, so a secret caught late is gone from the
-        database file and its -wal/-shm files.
+        database file and its -wal/-shm files. The redaction fingerprint is recorded
+        (when it changed, every file is read again by the next ingest, which otherwise
+        does this pass itself: :meth:`ServiceFlows._follow_rule_change`).
 
         Raises:
             DatabaseReadOnly: The database cannot be written.
         """
         from memlens.core.embedders.registry import EmbedderUnavailable
-        from memlens.core.projection.swap import drop_projection, optimize_fts
-        from memlens.core.redact.engine import redact
-        from memlens.core.store.purge import rename_secret_names, reredact_document
-        from memlens.core.store.records import document_ids
+        from memlens.core.projection.changes import redaction_mark, set_redaction_mark
+        from memlens.core.projection.swap import optimize_fts
+        from memlens.core.redact.fingerprint import current
+        from memlens.core.store.purge import mark_for_reread
 
         conn = self._writable()
-        conn.execute("PRAGMA secure_delete=ON")  # updates below zero what they free
-
-        def red(text: str) -> str:
-            return redact(text).text
-
-        ids = document_ids(conn)
-        changed: list[int] = []
-        revisions = chunks = 0
-        key = self.install_key()
-        for d in ids:
-            renamed = rename_secret_names(conn, d, key, self.clock())
-            r = reredact_document(conn, d, red, self.clock(), unproject=drop_projection)
-            if renamed and not (r.document or r.revisions or r.chunks or r.reprojected):
-                changed.append(d)  # queued for new nodes by the rename
-            revisions += r.revisions
-            chunks += r.chunks
-            if r.document or r.revisions or r.chunks or r.reprojected:
-                changed.append(d)
+        fp = current()
+        n_docs, changed, revisions, chunks = self._reredact_stored()
+        if redaction_mark(conn) != fp:  # rules changed: the next ingest reads every file
+            mark_for_reread(conn)
+            set_redaction_mark(conn, fp)
         report: proj.ProjectionReport | None = None
         note = None
         if changed:
@@ -359,7 +348,7 @@ class MemoryService(ServiceFlows):
                         " (then `memlens purge` again to compact)")
         optimize_fts(conn)
         truncated = dbm.secure_vacuum(conn)
-        return PurgeOutcome(len(ids), len(changed), revisions, chunks, report, truncated, note)
+        return PurgeOutcome(n_docs, len(changed), revisions, chunks, report, truncated, note)
 
     # -- sources for a watcher ---------------------------------------------------
     def watch_scan_paths(self, paths: Sequence[Path] | None = None) -> list[Path]:

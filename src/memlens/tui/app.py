@@ -55,7 +55,7 @@ from memlens.tui.theme import install_themes, toggled
 from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.doc_tree import DocumentTree
 from memlens.tui.widgets.status_bar import StatusBar
-from memlens.tui.workers import AppWorkers, worker_failure
+from memlens.tui.workers import UNREADABLE_TITLE, AppWorkers, worker_failure
 
 if TYPE_CHECKING:  # annotations only (``Watcher`` loads the watcher and the ingest path)
     from memlens.core.types import Stats
@@ -267,8 +267,6 @@ class MemlensApp(AppWorkers):
             bar.watch_last = message.last[:48]
         if message.queue is not None:
             bar.watch_queue = message.queue
-        if message.error:
-            self.notify(message.error, title="watcher", severity="warning")
         if message.changed:
             self._schedule_reload()
 
@@ -379,8 +377,8 @@ class MemlensApp(AppWorkers):
     @quiet_when_closing
     def _job_finished(self, message: JobFinished) -> None:
         if message.job == "ingest-errors":
-            self.notify(message.summary, title="some files could not be read",
-                        severity="warning", timeout=10)
+            self.notify(message.summary, title=UNREADABLE_TITLE, severity="warning",
+                        timeout=10, record=False)  # each file is a problem of its own
             return
         if message.job in ("startup", "rechunk"):
             self.status_bar.job = ""

@@ -52,6 +52,7 @@ from memlens.tui.messages import (
     RetryDone,
     WatchStatus,
 )
+from memlens.tui.screens.events import ProblemKey
 
 Post = Callable[[Message], Any]
 Cancelled = Callable[[], bool]
@@ -247,6 +248,24 @@ def _watch_problem(ev: WatchEvent) -> str | None:
     return None
 
 
+def _problem_keys(ev: WatchEvent) -> tuple[ProblemKey | None, tuple[ProblemKey, ...]]:
+    """What a watcher event's problem is about (it lasts until fixed), and the problems
+    the event shows are fixed: a file read (or deleted) fine, a projection ready."""
+    if not ev.repository or not ev.path:
+        return None, ()
+    file: ProblemKey = ("file", ev.repository, ev.path)
+    projection: ProblemKey = ("projection", ev.repository, ev.path)
+    if ev.kind == "change":
+        if ev.change_kind == "failed":
+            return file, ()
+        return None, (file, projection) if ev.change_kind == "delete" else (file,)
+    if ev.kind == "projection":
+        if ev.result in ("failed", "stale"):
+            return projection, ()
+        return None, (projection,)
+    return None, ()
+
+
 def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
     """A watcher event as the status bar shows it."""
     last = ev.message or ""
@@ -254,11 +273,16 @@ def watch_status(ev: WatchEvent, state: str, queue: int) -> WatchStatus:
         last = f"{ev.change_kind or 'change'} {ev.path}"
     elif ev.kind == "projection" and ev.path:
         last = f"{ev.result or 'projected'} {ev.path}"
+    elif ev.kind == "seen" and ev.path:
+        last = f"reading {ev.path}"
     file = None
     if ev.kind == "change" and ev.repository and ev.path:
         reason = (ev.error or ev.message) if ev.change_kind == "failed" else None
         file = (ev.repository, ev.path, reason)
+    key, fixed = _problem_keys(ev)
     return WatchStatus(
         state, last=f"{time.strftime('%H:%M:%S', time.gmtime(ev.time))} {last}".strip(),
         queue=queue, error=_watch_problem(ev), file=file,
-        changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])
+        problem_key=key, fixed=fixed,
+        seen=(ev.repository, ev.path) if ev.kind == "seen" and ev.repository and ev.path
+        else None, changed=[1] if ev.kind in ("change", "projection", "reconcile") else [])

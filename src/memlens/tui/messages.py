@@ -205,6 +205,13 @@ class WatchStatus(Message):
     #: The file a change event was about, as (repository, path, reason): reason is why it
     #: could not be read, or None when it was read (or deleted) fine.
     file: tuple[str, str, str | None] | None = None
+    #: What ``error`` is about, when it lasts until fixed: ``("file" | "projection",
+    #: repository, path)``; the events pane logs it once and counts it while it lasts.
+    problem_key: tuple[str, str, str] | None = None
+    #: Problems this event shows are fixed (the file was read, the projection is ready).
+    fixed: tuple[tuple[str, str, str], ...] = ()
+    #: A file the watcher saw and will read (repository, path): listed at once (``⟳``).
+    seen: tuple[str, str] | None = None
 
 
 @dataclass

@@ -32,6 +32,7 @@ from memlens.tui.messages import (
     DocumentsLoaded,
     FilesUnreadable,
     IndexWarningsLoaded,
+    RetryDone,
     StatsLoaded,
     WatchStatus,
 )
@@ -50,6 +51,9 @@ WORKER_TASKS: dict[str, str] = {
     "run_watcher": "watch the memory folders",
 }
 """What the user was doing when a worker (named by its method) failed."""
+
+UNREADABLE_TITLE = "some files could not be read"
+"""The title of the ingest's notice of unreadable files (and their events' kind)."""
 
 GONE_CHECK_SECONDS = 2.0
 """How often the app looks whether unreadable, never-stored files were deleted."""
@@ -93,12 +97,26 @@ class AppWorkers(EventsApp):
     # -- files that could not be read: the tree's ✗ marks ------------------------
     @on(FilesUnreadable)
     def _files_unreadable(self, message: FilesUnreadable) -> None:
+        for repo, path, why in message.files:  # counted while they fail; the ingest's
+            # notice (``ingest-errors``) is the toast
+            self.report_problem(("file", repo, path), f"{repo}/{path}: {why}",
+                                title=UNREADABLE_TITLE, toast=False)
         self._mark_files(message.files)
 
     @on(WatchStatus)
     def _watched_file(self, message: WatchStatus) -> None:
         if message.file is not None:
             self._mark_files([message.file])
+        if message.seen is not None:  # a ⟳ row at once for a new file (until it is stored)
+            if self.doc_tree.mark_incoming(*message.seen):
+                self.load_documents(self.filter_text, keep=self.current_doc_id)
+            self._watch_for_gone_files()
+
+    @on(RetryDone)
+    def _retry_fixed(self, message: RetryDone) -> None:
+        doc = self.doc_tree.summary(message.doc_id)
+        if message.result == "ready" and doc is not None:
+            self.clear_problem(("projection", doc.repository, doc.path))
 
     def _mark_files(self, files: Sequence[tuple[str, str, str | None]]) -> None:
         """Mark files unreadable (or readable again) in the tree; reload the listing
@@ -106,12 +124,19 @@ class AppWorkers(EventsApp):
         tree = self.doc_tree
         reload = False
         for repo, path, why in files:
+            reload = tree.mark_incoming(repo, path, False) or reload  # read (or not)
             reload = tree.mark_unreadable(repo, path, why) or reload
+            if why is None:  # read fine, or gone: no longer a problem
+                self.clear_problem(("file", repo, path))
         if reload:
             self.load_documents(self.filter_text, keep=self.current_doc_id)
-        if self._gone_timer is None and any(why for _, _, why in files):
-            # Deleting a file that was never stored changes nothing in the database, so
-            # the watcher reports nothing: look for the marked files every few seconds.
+        if any(why for _, _, why in files):
+            self._watch_for_gone_files()
+
+    def _watch_for_gone_files(self) -> None:
+        # Deleting a file that was never stored changes nothing in the database, so
+        # the watcher reports nothing: look for the listed files every few seconds.
+        if self._gone_timer is None:
             self._gone_timer = self.set_interval(GONE_CHECK_SECONDS, self._forget_gone_files)
 
     def _forget_gone_files(self) -> None:
@@ -264,11 +289,12 @@ class AppWorkers(EventsApp):
         """Pause or resume the file watcher."""
         w = self._watcher
         if not self.watch_enabled:
+            # answers to the key, not problems: not counted by the status bar's ✗ N
             self.notify("the watcher is off (--no-watch or watch.enabled = false)",
-                        severity="warning")
+                        title="watch")
             return
         if w is None:
-            self.notify("the watcher starts after the first ingest", severity="warning")
+            self.notify("the watcher starts after the first ingest", title="watch")
             return
         if w.state == "paused":
             w.resume()
@@ -297,7 +323,7 @@ class AppWorkers(EventsApp):
             from memlens.watch.watcher import Watcher  # loads the ingest path: not at start-up
 
             watcher = Watcher(svc, self.roots or None, scan_paths=self.scan_paths,
-                              on_event=on_event)
+                              on_event=on_event, announce=True)
             self._watcher = watcher
             try:
                 watcher.run(self._watch_stop)

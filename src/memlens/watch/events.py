@@ -41,7 +41,7 @@ RETRY_CAP_SECONDS = 30.0
 #: How long ``run`` waits for the file watch before the first reconcile anyway.
 STARTUP_WAIT_SECONDS = 3.0
 
-EventKind = Literal["change", "projection", "state", "error", "reconcile"]
+EventKind = Literal["change", "projection", "state", "error", "reconcile", "seen"]
 State = Literal["starting", "watching", "paused", "error", "stopped"]
 
 
@@ -53,7 +53,9 @@ class WatchEvent:
         kind: ``change`` (one applied file change), ``projection`` (one document's
             projection finished), ``state`` (the watcher's state changed),
             ``error`` (a problem; the watcher keeps going) or ``reconcile``
-            (a full rescan finished, or a memory folder appeared).
+            (a full rescan finished, or a memory folder appeared); with
+            ``announce=True`` also ``seen`` (a Markdown file changed and will be read:
+            sent before it settles, so a big new file can be listed at once).
         time: Wall-clock time of the event (seconds since the epoch).
         repository: Repository of the document or folder, when there is one.
         path: Logical path of the document (relative to its memory folder).
@@ -137,7 +139,7 @@ class WatcherBase:
                  scan_paths: Sequence[Path] | None = None, debounce_ms: int | None = None,
                  stable_ms: int | None = None, reconcile_seconds: float | None = None,
                  on_event: Callable[[WatchEvent], None] | None = None,
-                 repository: str | None = None) -> None:
+                 repository: str | None = None, announce: bool = False) -> None:
         """Set up a watcher (nothing is watched until :meth:`run`).
 
         Args:
@@ -157,11 +159,15 @@ class WatcherBase:
             on_event: Called with every :class:`WatchEvent`.
             repository: Repository name override used when re-resolving a single
                 memory folder from ``scan_paths``.
+            announce: Also emit a ``seen`` event for each changed Markdown file the
+                moment its batch is taken, before it settles and is read (the TUI
+                lists a big new file at once; issue 42).
         """
         s = service.settings
         self._service = service
         self._on_event = on_event
         self._repository = repository
+        self._announce_seen = announce
         self._debounce_ms = max(1, int(debounce_ms if debounce_ms is not None
                                        else s.watch.debounce_ms))
         self._stable_s = max(0, int(stable_ms if stable_ms is not None

@@ -149,10 +149,28 @@ class WatchConsumer(WatcherBase):
             nxt = min(since for _, since in quiet.values()) + self._stable_s - now
             stop.wait(max(0.005, min(nxt, deadline - time.monotonic(), 0.05)))
 
+    def _announce(self, batch: dict[str, Change]) -> None:
+        """A ``seen`` event for each Markdown file of the batch still on disk, before it
+        settles and is read (only with ``announce=True``)."""
+        if not self._announce_seen:
+            return
+        for raw, change in batch.items():
+            p = Path(raw)
+            root = self._root_of(p)
+            if change == Change.deleted or root is None or p == root.path or \
+                    not is_markdown_name(p.name):
+                continue
+            parts = p.relative_to(root.path).parts
+            if not any(is_ignored_name(part) for part in parts) and p.is_file():
+                rel = "/".join(parts)
+                self._emit(self._event("seen", f"{root.repository}/{rel}",
+                                       repository=root.repository, path=rel))
+
     def _settle(self, batch: dict[str, Change], stop: threading.Event) -> None:
         """Wait for the batch's files to settle, adding paths that change meanwhile."""
         deadline = time.monotonic() + MAX_SETTLE_SECONDS
         todo = dict(batch)
+        self._announce(batch)
         while True:
             self._wait_stable([Path(p) for p in todo if is_markdown_name(os.path.basename(p))],
                               deadline, stop)
@@ -163,6 +181,7 @@ class WatchConsumer(WatcherBase):
                 self._requeue(more)
                 break
             batch.update(more)
+            self._announce(more)
             todo = more
 
     def _classify(self, batch: dict[str, Change], full: dict[Path, MemoryRoot]
@@ -227,8 +246,9 @@ class WatchConsumer(WatcherBase):
         ok = True
         interrupted = False
         try:
-            if full:
-                self._service.ingest(full, project=False, on_change=collect)
+            if full:  # a reconcile also reads files whose size and mtime match
+                self._service.ingest(full, project=False, on_change=collect,
+                                     verify_content=always_project)
             if partial:
                 self._service.ingest(list(partial), project=False, on_change=collect,
                                      only_paths={r.path: s for r, s in partial.items()})

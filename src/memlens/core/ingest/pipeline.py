@@ -7,8 +7,13 @@ Projection is a separate step (:mod:`memlens.core.projection.swap`).
 Change detection per memory root:
 
 * stat fast path: a live document whose stored (mtime_ns, size) and source path
-  match is ``unchanged`` without reading the file;
+  match is ``unchanged`` without reading the file (with ``verify_content``, as the
+  watcher's periodic reconcile asks, the file is read and its keyed hash compared
+  too: an edit that kept size and mtime is caught);
 * same redacted content hash: ``unchanged`` (stat fields refreshed);
+* absence is confirmed before a tombstone: a path missing from the scan is looked
+  up again after the scan's writes (at least :data:`ABSENCE_GRACE_SECONDS` later), so
+  a file missing for a moment (deleted and written again by an editor) is kept;
 * vanished paths (file gone from disk) are matched against new paths by content
   hash: exactly one vanished path and exactly one new path with the same hash in
   the same repository is a ``rename``; anything else is delete + create;
@@ -32,6 +37,7 @@ from typing import Any
 
 import apsw
 
+from memlens.core import faults
 from memlens.core.chunking import choice as chunker_choice
 from memlens.core.chunking.choice import ChunkerChoice
 from memlens.core.chunking.chunker import ChunkerConfig, chunk_markdown
@@ -65,6 +71,8 @@ from memlens.core.store.records import (
 
 Clock = Callable[[], float]
 RACY_NS = 2_000_000_000
+ABSENCE_GRACE_SECONDS = 0.05
+"""How long after the scan a missing path is looked up again before its tombstone."""
 
 DEFAULT_MAX_CHUNKS_PER_FILE = 5000
 """The per-file chunk cap when none is passed (``[limits] max_chunks_per_file``, where
@@ -267,11 +275,23 @@ def _scan(root: MemoryRoot, wanted: set[str] | None, emit: Emit, warnings: list[
     return files, errored
 
 
+def _same_bytes(sf: SourceFile, doc: dict[str, Any], key: bytes, max_bytes: int) -> bool:
+    """Whether the file still holds the bytes stored (its keyed hash); read errors are
+    raised (:class:`SourceError`) like any read's."""
+    stored = doc.get("source_hash")
+    if not stored:
+        return False  # stored before the hash was kept: read it fully once
+    data, _ = read_file(sf.abs_path, max_bytes)
+    return bool(keyed_hash(data, key) == stored)
+
+
 def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]],
                      root: MemoryRoot, configs: dict[int | None, ChunkerChoice], key: bytes,
                      max_bytes: int, emit: Emit, errored: set[str],
-                     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE) -> list[PreparedFile]:
+                     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
+                     verify_content: bool = False) -> list[PreparedFile]:
     """Prepare every file not caught by the stat fast path; failures go to ``errored``.
+    With ``verify_content`` the fast path also compares the file's keyed hash.
 
     ``configs`` maps a document id to its remembered chunker choice (None: the
     choice for documents without one of their own)."""
@@ -282,7 +302,8 @@ def _prepare_changed(files: Sequence[SourceFile], live: dict[str, dict[str, Any]
         try:
             if doc is not None and doc["source_path"] == source_path_of(sf):
                 st = stat_file(sf.abs_path)
-                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"]:
+                if st.mtime_ns == doc["source_mtime_ns"] and st.size == doc["source_size"] \
+                        and (not verify_content or _same_bytes(sf, doc, key, max_bytes)):
                     emit(FileChange("unchanged", root.repository, sf.logical_path, doc["id"]))
                     continue
             prepared.append(prepare_file(sf, config, key, max_bytes, max_chunks))
@@ -364,6 +385,7 @@ def ingest_root(
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_chunks: int = DEFAULT_MAX_CHUNKS_PER_FILE,
     on_change: Callable[[FileChange], None] | None = None,
+    verify_content: bool = False,
 ) -> IngestReport:
     """Ingest one memory root (or only some logical paths of it).
 
@@ -381,6 +403,8 @@ def ingest_root(
         max_chunks: Files splitting into more chunks are refused the same way
             (the caller passes ``[limits] max_chunks_per_file``).
         on_change: Called after each applied change.
+        verify_content: Read files whose size and mtime match too, and compare their
+            keyed hash (the watcher's periodic reconcile).
     """
     report = IngestReport()
 
@@ -415,13 +439,14 @@ def ingest_root(
         return tagged_cache[source_root]
     configs = chunker_choice.resolver(conn, root.repository, config)
     prepared = _prepare_changed(files, live, root, configs, key, max_bytes, emit, errored,
-                                max_chunks)
+                                max_chunks, verify_content)
 
     vanished = [
         d for p, d in live.items()
         if p not in seen and p not in errored and (wanted is None or p in wanted)
         and _vanished(d, tagged)
     ]
+    looked = time.monotonic()
     existing_docs = {pf.logical_path: find_document(conn, pf.repository, pf.logical_path)
                      for pf in prepared}
     renames = _infer_renames(vanished, [pf for pf in prepared
@@ -437,9 +462,7 @@ def ingest_root(
                               "stored; free space and run it again (what was stored is kept)")
             emit(FileChange("failed", pf.repository, pf.logical_path, error=report.stopped))
             return report
-    for d in vanished:
-        if d["id"] in renamed_ids:
-            continue
+    for d in _confirmed_absent(vanished, renamed_ids, looked, tagged_cache, tagged):
         try:
             write_delete(conn, int(str(d["id"])), now(), unproject=delete_nodes)
         except apsw.FullError as exc:
@@ -451,6 +474,23 @@ def ingest_root(
             return report
         emit(FileChange("delete", root.repository, str(d["logical_path"]), int(str(d["id"]))))
     return report
+
+
+def _confirmed_absent(vanished: Sequence[dict[str, Any]], renamed: set[Any], looked: float,
+                      tagged_cache: dict[str, set[str]], tagged: TaggedLookup
+                      ) -> list[dict[str, Any]]:
+    """The vanished documents (not renamed) whose file is still missing when looked up
+    again, at least :data:`ABSENCE_GRACE_SECONDS` after the first look: one look during
+    a save that deletes and writes the file again must not tombstone it (issue 42)."""
+    gone = [d for d in vanished if d["id"] not in renamed]
+    if not gone:
+        return []
+    faults.checkpoint("ingest.confirm_absence")
+    wait = ABSENCE_GRACE_SECONDS - (time.monotonic() - looked)
+    if wait > 0:
+        time.sleep(wait)
+    tagged_cache.clear()  # the folder is listed again for names that held a secret
+    return [d for d in gone if _vanished(d, tagged)]
 
 
 def _rename_old_names(conn: apsw.Connection, root: MemoryRoot, live: dict[str, dict[str, Any]],

@@ -44,6 +44,24 @@ def vector_fingerprint(conn: apsw.Connection, space: str) -> Fingerprint:
     return (space, int(seq or 0) + int(gen or 0), int(count or 0))
 
 
+_REDACTION_KEY = "redaction_fingerprint"
+
+
+def redaction_mark(conn: apsw.Connection) -> str | None:
+    """The redaction fingerprint (:mod:`memlens.core.redact.fingerprint`) everything
+    stored, and so every node built from it, was last redacted with; None before the
+    first ingest that recorded one. Kept in ``meta`` (this package's key/value table)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (_REDACTION_KEY,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_redaction_mark(conn: apsw.Connection, fingerprint: str) -> None:
+    """Record that everything stored is redacted with ``fingerprint`` (after the pass)."""
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
+                 " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                 (_REDACTION_KEY, fingerprint))
+
+
 def vectors_waiting(conn: apsw.Connection) -> int:
     """Live documents whose vectors are not all written yet (stage 2 of the projection
     still to run); they are searchable lexically meanwhile. Uses the partial index

@@ -21,6 +21,7 @@ gitlab-token         ``glpat-``, the other ``gl*-`` GitLab token prefixes, and
 slack-token          ``xoxb-`` ``xoxp-`` ``xoxa-`` ``xoxr-`` ``xoxs-`` ``xoxe-`` ``xapp-``
 slack-webhook        the secret path of a ``hooks.slack.com`` webhook URL
 discord-webhook      the id/token path of a Discord webhook URL
+teams-webhook        the path of a Microsoft Teams ``webhook.office.com`` webhook URL
 anthropic-key        ``sk-ant-...`` (API, admin and Claude Code OAuth tokens)
 openai-key           ``sk-...``, ``sk-proj-...``, ``sk-svcacct-...``
 stripe-key           ``sk_live_`` ``rk_live_`` ``sk_test_`` ``rk_test_`` ``whsec_``
@@ -83,7 +84,7 @@ settlemint-token     ``sm_aat_`` ``sm_pat_`` ``sm_sat_`` + 16
 sonarqube-token      ``squ_`` ``sqp_`` ``sqa_`` + 40
 square-token         Square OAuth secret ``sq0csp-`` + 43
 telegram-bot-token   Telegram bot token ``<5-16 digits>:A`` + 34
-terraform-token      Terraform Cloud ``<14>.atlasv1.<60-70>`` (from ``atlasv1.`` on)
+terraform-token      Terraform Cloud ``<14>.atlasv1.<60-70>``
 typeform-token       ``tfp_`` + 59
 yandex-token         Yandex Cloud IAM token ``t1.<...>.<86>``
 azure-client-secret  Azure AD (Entra ID) client secrets: 3 characters, a digit,
@@ -183,7 +184,7 @@ from memlens.core.redact.rules import (
     marker,
 )
 from memlens.core.redact.rules_tokens import _TOKEN_RULES, _scan_tokens
-from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _scan_random
+from memlens.core.redact.scan import _scan_azure_client_secrets, _scan_folded, _scan_random, scan_repeats
 from memlens.core.redact.user_rules import scan as _scan_user_rules
 
 __all__ = [
@@ -310,7 +311,10 @@ def _detect(text: str) -> list[Finding]:
     _scan_pem(fast, candidates)
     if not candidates:
         return []
-    return _merge(_subtract_markers(candidates, markers))
+    found = _merge(_subtract_markers(candidates, markers))
+    before = len(candidates)
+    scan_repeats(text, [(f.start, f.end, f.kind) for f in found], candidates)
+    return _merge(_subtract_markers(candidates, markers)) if len(candidates) > before else found
 
 
 # Unicode normalisation ---------------------------------------------------------
@@ -473,7 +477,10 @@ def _detect_again(out: str) -> list[Finding]:
     _scan_pem(out, candidates)
     if not candidates:
         return []
-    return _merge(_subtract_markers(candidates, markers))
+    found = _merge(_subtract_markers(candidates, markers))
+    before = len(candidates)
+    scan_repeats(out, [(f.start, f.end, f.kind) for f in found], candidates)
+    return _merge(_subtract_markers(candidates, markers)) if len(candidates) > before else found
 
 
 def _render(text: str, findings: Sequence[Finding]) -> tuple[str, list[tuple[int, int]]]:

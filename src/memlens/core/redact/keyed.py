@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memlens.core.redact.keyed_vendors import scan_vendor_keyed
 from memlens.core.redact.rules import (
     _PRIO_GENERIC,
     _assignment_value_ok,
@@ -119,7 +120,12 @@ def _scan_xml_elements(text: str, low: str, out: list[_Candidate]) -> None:
         kind = name_kind(tag)
         if kind is None:
             continue
+        # the opening tag on the same line, or two lines up with the value alone on
+        # the line between (``<token>`` newline value newline ``</token>``)
         line = low.rfind("\n", 0, m.start()) + 1
+        multi = not low[line : m.start()].strip(" \t") and line > 0
+        if multi:
+            line = low.rfind("\n", 0, low.rfind("\n", 0, line - 1)) + 1
         opening = low.rfind("<" + tag, line, m.start())
         if opening < 0:
             continue
@@ -128,7 +134,14 @@ def _scan_xml_elements(text: str, low: str, out: list[_Candidate]) -> None:
             continue
         if "<" in low[gt + 1 : m.start()]:
             continue  # nested elements, not a value
-        _add(out, text, gt + 1, m.start(), kind)
+        s, e = gt + 1, m.start()
+        if multi:
+            inner = low[s:e]
+            if not inner.startswith(("\n", "\r\n")) or inner.strip().count("\n"):
+                continue  # the value must be one line of its own
+            s += len(inner) - len(inner.lstrip())
+            e -= len(inner) - len(inner.rstrip())
+        _add(out, text, s, e, kind)
 
 
 # key/value pairs: .NET appSettings, Spring properties, Kubernetes env ------------
@@ -404,3 +417,4 @@ def scan_keyed(
     _scan_tables(text, low, out)
     if hexes:
         _scan_prose_hex(text, low, hexes, out)
+    scan_vendor_keyed(text, low, out)

@@ -445,6 +445,14 @@ _URL_CRED = re.compile(
 )
 
 
+# Database URLs: the password runs to the last ``@`` (then a host) of the URL, and may hold
+# ``#``, ``?`` and ``/`` (written unescaped by people; trufflehog's postgres detector
+# takes ``\S+`` too). The scheme is checked behind the literal ``://`` (scan stays fast).
+_DB_URL_CRED = re.compile(
+    r"://(?:(?<=postgres://)|(?<=postgresql://)|(?<=mysql://)|(?<=mariadb://)"
+    r"|(?<=mongodb://)|(?<=mongodb\+srv://)|(?<=redis://)|(?<=rediss://))"
+    r"(?P<user>[^\s:/@\"'<>]{0,256}+):(?P<pw>[^\s\"'<>]{1,256})@(?=[A-Za-z0-9\[._%\-])"
+)
 _URL_USER_TOKEN = re.compile(r"://(?P<tok>[A-Za-z0-9_\-.~]{20,256}+)@(?=[A-Za-z0-9\[])")
 
 
@@ -455,6 +463,10 @@ def _scan_url_passwords(text: str, fast: str, out: list[_Candidate]) -> None:
         if _is_placeholder(pw) or pw.startswith(("$", "%")):
             continue
         out.append((s, e, _PRIO_URL, "url-password"))
+    for m in _DB_URL_CRED.finditer(fast):
+        s, e = m.span("pw")
+        if not (_is_placeholder(text[s:e]) or text.startswith(("$", "%"), s)):
+            out.append((s, e, _PRIO_URL, "url-password"))
     for m in _URL_USER_TOKEN.finditer(fast):  # https://TOKEN@host: a token as the user part
         s, e = m.span("tok")
         if _looks_random(text[s:e]) and not _is_placeholder(text[s:e]):

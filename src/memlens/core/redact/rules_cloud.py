@@ -13,6 +13,18 @@ import hashlib
 from memlens.core.redact.rules import _ALNUM_DASH, _entropy, _has_digit, _rule, _token_body_ok, _TokenRule
 
 
+def _vault_legacy_ok(secret: str) -> bool:
+    """A legacy ``s.`` Vault token: mixed case (:func:`_mixed_random`), or lower case and
+    digits as gitleaks' rule allows, then with 6+ of each and entropy >= 3.8 (a domain
+    or a file name such as ``s.something`` has neither)."""
+    if _mixed_random(secret):
+        return True
+    body = secret[2:]
+    return (body.islower() and sum(c.isdigit() for c in body) >= 6
+            and sum(c.isalpha() for c in body) >= 6 and _entropy(body) >= 3.8
+            and _token_body_ok(body))
+
+
 def _mixed_random(secret: str) -> bool:
     """Upper case, lower case and digits, entropy >= 3.5: for short-prefix tokens."""
     return (
@@ -97,6 +109,7 @@ CLOUD_RULES: tuple[_TokenRule, ...] = (
     _rule("pulumi-token", "pul-", r"[a-f0-9]{40}(?![A-Za-z0-9_])", not_after=_ALNUM_DASH),
     _rule("doppler-token", r"dp\.pt\.", r"[A-Za-z0-9]{43}(?![A-Za-z0-9_])"),
     _rule("heroku-key", "HRKU-", r"[A-Za-z0-9_\-]{58,}+", not_after=_ALNUM_DASH),
-    _rule("vault-token", r"s\.", r"[A-Za-z0-9]{24}(?![A-Za-z0-9_.\-])", check=_mixed_random),
+    _rule("vault-token", r"s\.", r"[A-Za-z0-9]{24}(?![A-Za-z0-9_.\-])",
+          check=_vault_legacy_ok),
     _rule("octopus-key", "API-", r"[A-Z0-9]{26}(?![A-Za-z0-9])", not_after=_ALNUM_DASH, check=_has_digit),
 )

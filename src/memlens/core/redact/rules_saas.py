@@ -52,10 +52,24 @@ def _anthropic_ok(secret: str) -> bool:
 _WORD_RUN = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
 
 
+def _short_slack_ok(secret: str) -> bool:
+    """A short legacy ``xoxa-``/``xoxr-`` token: letters and digits, or both cases, in a
+    body that does not read as a placeholder."""
+    body = secret.rsplit("-", 1)[-1]
+    has_digit = any(c.isdigit() for c in secret)
+    cased = any(c.isupper() for c in body) and any(c.islower() for c in body)
+    return (has_digit or cased) and any(c.isalpha() for c in body) and _token_body_ok(body) \
+        and len(set(body)) >= 6
+
+
 def _slack_ok(secret: str) -> bool:
     if not _has_digit(secret):
         return False
     parts = secret.split("-")[1:]
+    if secret.startswith("xoxb-") and len(parts) == 2 and all(
+            p.isdigit() and 10 <= len(p) <= 13 for p in parts):
+        # gitleaks' bot-token shape: two ids (distinct, not a 123456... run)
+        return parts[0] != parts[1] and not _looks_fake("".join(parts))
     if not parts or not parts[-1] or parts[-1].isdigit():
         return False
     ids = [p for p in parts if p.isdigit() and len(p) > 1]
@@ -74,6 +88,9 @@ SAAS_RULES: tuple[_TokenRule, ...] = (
         not_after=_ALNUM_DASH,
         check=_slack_ok,
     ),
+    # legacy workspace and app tokens: ``xoxa-`` / ``xoxr-``, an optional digit, 8-19 more
+    _rule("slack-token", "xox[ar]-", r"(?:\d-)?[0-9A-Za-z]{8,19}(?![A-Za-z0-9\-])",
+          not_after=_ALNUM_DASH, check=_short_slack_ok),
     _rule("slack-token", "xapp-", r"\d-[A-Za-z0-9\-]{10,}+", not_after=_ALNUM_DASH),
     _rule(
         "slack-webhook",
@@ -86,6 +103,16 @@ SAAS_RULES: tuple[_TokenRule, ...] = (
         "discord-webhook",
         "discord",
         r"(?:app)?\.com/api/webhooks/(?P<s>\d{5,30}/[A-Za-z0-9_\-]{20,}+)",
+        not_after=None,
+        group="s",
+    ),
+    # Microsoft Teams incoming webhook: the path after ``webhookb2/`` (two GUIDs joined
+    # by ``@``, ``IncomingWebhook/``, 32 characters, a GUID); the tenant host stays.
+    _rule(
+        "teams-webhook",
+        r"webhook\.office\.com/",
+        r"webhookb2/(?P<s>[A-Za-z0-9\-]{36}@[A-Za-z0-9\-]{36}/IncomingWebhook/[A-Za-z0-9]{32}"
+        r"/[A-Za-z0-9\-]{36})(?![A-Za-z0-9\-])",
         not_after=None,
         group="s",
     ),
@@ -104,7 +131,9 @@ SAAS_RULES: tuple[_TokenRule, ...] = (
     _rule(
         "sendgrid-key",
         r"SG\.",
-        r"[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+(?![A-Za-z0-9_\-])",
+        # SG.<22>.<43>; or 66 characters of gitleaks' wider alphabet (``=`` and ``.`` too)
+        r"(?:[A-Za-z0-9_\-]{16,32}+\.[A-Za-z0-9_\-]{16,64}+(?![A-Za-z0-9_\-])"
+        r"|[A-Za-z0-9=_\-.]{65}[A-Za-z0-9=_\-](?![A-Za-z0-9=_\-.]))",
     ),
     _rule("huggingface-token", "hf_", r"[A-Za-z0-9]{30,40}+(?![A-Za-z0-9_])"),
     _rule("shopify-token", "shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}(?![0-9A-Za-z])"),

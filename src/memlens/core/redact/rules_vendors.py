@@ -215,6 +215,14 @@ _ANCHORED: tuple[tuple[_TokenRule, frozenset[str], int, int], ...] = (
         11,
         11,
     ),
+    # Terraform Cloud: the whole ``<14>.atlasv1.<60-70>`` (the prefix rule above covers
+    # the part from ``atlasv1.`` on when the id is not 14 letters and digits).
+    (
+        _TokenRule("terraform-token", re.compile(rf"\.atlasv1\.[{_B64URL}]{{60,70}}(?![{_B64URL}])")),
+        _ALNUMSET,
+        14,
+        14,
+    ),
     # Telegram bot tokens: the bot id, ``:A``, 34 more.
     (
         _TokenRule("telegram-bot-token", re.compile(r":A[A-Za-z0-9_\-]{34}(?![A-Za-z0-9_\-])")),

@@ -513,3 +513,33 @@ def _scan_azure_client_secrets(text: str, fast: str, out: list[_Candidate]) -> N
             e -= 1  # the full stop that ends a sentence
         if 31 <= e - m.start("tail") <= 34 and _token_body_ok(text[s:e]):
             out.append((s, e, _PRIO_SPECIFIC_ASSIGN - 1, "azure-client-secret"))
+
+
+# The same secret again -------------------------------------------------------------
+
+_REPEAT_MIN = 8
+_REPEAT_BUDGET = 500_000_000  # characters searched at most (text length x values)
+_TOKEN_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def scan_repeats(text: str, found: Sequence[tuple[int, int, str]], out: list[_Candidate]) -> None:
+    """Every other whole-token occurrence of a secret already found (8+ characters, not
+    letters only): ``token = 'X' | 'X'``, or the value pasted again on a line of its own
+    without its key. Searched with ``str.find`` while text length times distinct values
+    stays within :data:`_REPEAT_BUDGET` (a huge text with thousands of secrets skips it)."""
+    values: dict[str, str] = {}
+    for s, e, kind in found:
+        v = text[s:e]
+        if len(v) >= _REPEAT_MIN and not v.isalpha() and "\n" not in v:
+            values.setdefault(v, kind)
+    if not values or len(text) * len(values) > _REPEAT_BUDGET:
+        return
+    n = len(text)
+    for v, kind in values.items():
+        pos = text.find(v)
+        while pos >= 0:
+            end = pos + len(v)
+            if (pos == 0 or text[pos - 1] not in _TOKEN_EDGE) and \
+                    (end == n or text[end] not in _TOKEN_EDGE):
+                out.append((pos, end, _PRIO_RANDOM + 4, kind))
+            pos = text.find(v, end)

@@ -59,6 +59,18 @@ def rename_secret_names(conn: apsw.Connection, doc_id: int, key: bytes, now: flo
     return rename_identity(conn, doc_id, {**names, lp: alt}, source(alt), now)
 
 
+def mark_for_reread(conn: apsw.Connection) -> int:
+    """Make the next ingest read every live document's file again instead of trusting its
+    unchanged (mtime, size): the stat fast path's mtime is set to -1, as for a file
+    changed within the timestamp granularity. Used when the redaction rules changed
+    (:mod:`memlens.core.redact.fingerprint`): a file stored under older rules is redacted
+    again from its source. Returns how many documents were marked."""
+    with write_txn(conn):
+        conn.execute("UPDATE memory_documents SET source_mtime_ns=-1"
+                     " WHERE tombstoned_at IS NULL AND source_mtime_ns IS NOT -1")
+        return int(conn.changes())
+
+
 @dataclass(frozen=True)
 class Reredacted:
     """What :func:`reredact_document` rewrote in one document."""

@@ -533,7 +533,8 @@ def live_documents_under(conn: apsw.Connection, source_root: str,
     old path.
     """
     sql = ("SELECT id, repository, logical_path, content_hash, source_path, source_root,"
-           " source_mtime_ns, source_size FROM memory_documents WHERE tombstoned_at IS NULL"
+           " source_mtime_ns, source_size, source_hash FROM memory_documents"
+           " WHERE tombstoned_at IS NULL"
            " AND (source_root=?")
     params: tuple[str, ...] = (source_root,)
     if repository is not None:

@@ -73,9 +73,15 @@ def clamp_tree_width(width: int, screen_width: int) -> int:
     return max(TREE_MIN, min(width, screen_width - DETAIL_MIN - 1))
 
 
+STACKED_TREE_FLOOR = 6
+"""The stacked tree pane's fewest rows: the filter line, the tree's border (2) and three
+rows of documents (``<`` once shrank it to the border alone)."""
+
+
 def clamp_tree_rows(rows: int, main_height: int) -> int:
-    """A stacked tree height that leaves the detail pane at least 8 rows."""
-    return max(3, min(rows, main_height - 9))
+    """A stacked tree height that leaves the detail pane at least 8 rows, and the tree
+    at least :data:`STACKED_TREE_FLOOR`."""
+    return max(STACKED_TREE_FLOOR, min(rows, main_height - 9))
 
 
 class BrowserScreen(Screen[None]):
@@ -447,7 +453,12 @@ class BrowserScreen(Screen[None]):
         if d is None:
             panel.show(None, [], self.memlens.clock(), "-")
             return
-        panel.show(d.document, d.history, d.now, self.display_status(d))
+        s = self.doc_tree.summary(d.doc_id) or d.summary
+        why = self.doc_tree.unreadable_reason(s) if s is not None else None
+        status = self.display_status(d)
+        if why is not None and status == "failed":  # the tree's mark for the file, not
+            status = d.document.projection.status  # the projection's own state
+        panel.show(d.document, d.history, d.now, status, unreadable=why)
 
     def render_detail(self, d: DetailView) -> None:
         """Every pane for one document."""
@@ -471,16 +482,22 @@ class BrowserScreen(Screen[None]):
         self.render_projection(d)
 
     def show_unreadable(self, s: DocumentSummary | None) -> None:
-        """A file that could not be read and was never stored: its path and the reason."""
-        self.show_empty("nothing of this file is stored; fix it and save it (the watcher "
-                        "reads it again), or run `memlens ingest`")
+        """A file with no stored document: one that could not be read (its path and the
+        reason), or one the watcher saw and is reading (``processing``)."""
+        reading = s is not None and s.status == "processing"
+        self.show_empty("the watcher saw this file and is reading it; it is shown once "
+                        "stored" if reading else "nothing of this file is stored; fix it "
+                        "and save it (the watcher reads it again), or run `memlens ingest`")
+        self.query_one("#projection", ProjectionPanel).show_not_stored(
+            s.error if s else None, reading=reading)
         if s is None:
             return
         title = self.query_one("#doc-title", Static)
         repo, path = fit_path(s.repository, s.path, title.content_region.width or self.size.width)
         title.update(Content.assemble(
             (f"{repo}/", "$text-muted"), (path, "bold"), "\n",
-            (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
+            (f"{glyph('processing')} being read (not stored yet)", "$text-muted") if reading
+            else (f"{glyph('failed')} not ingested: {s.error}", "$text-error")))
 
     def show_empty(self, note: str) -> None:
         """No document shown: the note instead of a title, empty panes."""
@@ -491,6 +508,11 @@ class BrowserScreen(Screen[None]):
         self.query_one("#chunk-info", Static).update("")
         self.query_one("#timeline", TimelineView).set_history([], None, None)
         self.render_projection(None)
+
+    @on(FileMap.ChunkClicked)
+    def _map_clicked(self, message: FileMap.ChunkClicked) -> None:
+        self.chunk_view.select(message.index)
+        self.chunk_view.focus()
 
     @on(ChunkView.ChunkSelected)
     def _chunk_selected(self, message: ChunkView.ChunkSelected) -> None:

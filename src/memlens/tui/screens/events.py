@@ -3,6 +3,13 @@
 :class:`EventLog` is a bounded, thread-safe list of :class:`EventEntry` rows
 (watcher events, ingest failures, projection errors and retries, worker
 failures, Python warnings). :class:`EventsScreen` shows it (k9s/lazygit style).
+
+The log is history; its problem count is state (issue 42). A problem about a file or a
+projection is added with a :data:`ProblemKey`: it counts while it lasts, is logged once
+however often it is seen again (each periodic reconcile re-reads an unreadable file) and
+stops counting when it is cleared (the file reads again, the projection is ready). A
+problem without a key (a worker that failed, a warning) counts until the events pane is
+opened (:meth:`EventLog.acknowledge`).
 :func:`capture_warnings` routes ``warnings.warn`` output into a log instead of
 letting it print on stderr over the screen.
 """
@@ -28,6 +35,9 @@ from textual.widgets import OptionList, Static
 from memlens.tui.widgets.footer import FittingFooter
 
 Level = Literal["info", "warning", "error"]
+ProblemKey = tuple[str, str, str]
+"""What a lasting problem is about: ``("file", repository, path)`` (the file cannot be
+read) or ``("projection", repository, path)`` (its projection failed)."""
 LEVEL_STYLE: dict[str, str] = {"info": "$text-muted", "warning": "$text-warning",
                                "error": "$text-error bold"}
 LEVEL_MARK: dict[str, str] = {"info": "·", "warning": "!", "error": "✗"}
@@ -59,18 +69,53 @@ class EventLog:
         self._rows: deque[EventEntry] = deque(maxlen=limit)
         self._lock = threading.Lock()
         self._clock = clock
-        self.problems = 0
-        """Problems recorded since start (not bounded by ``limit``)."""
+        self._seq = 0
+        self._active: dict[ProblemKey, tuple[int, EventEntry]] = {}
+        self._unseen = 0
+        self._unseen_latest: tuple[int, EventEntry] | None = None
+
+    @property
+    def problems(self) -> int:
+        """Problems now: files and projections failing, plus problems without a key that
+        came since the pane was last opened (the status bar's ``✗ N``)."""
+        with self._lock:
+            return len(self._active) + self._unseen
 
     def add(self, kind: str, text: str, *, level: Level = "info",
-            path: str | None = None, detail: str | None = None) -> EventEntry:
-        """Record one event and return it."""
+            path: str | None = None, detail: str | None = None,
+            key: ProblemKey | None = None) -> EventEntry | None:
+        """Record one event and return it; None when ``key`` names a problem that is
+        already counted with the same text (a persisting failure is logged once)."""
         entry = EventEntry(self._clock(), kind, text, level, path, detail)
         with self._lock:
+            self._seq += 1
+            if entry.is_problem and key is not None:
+                known = self._active.get(key)
+                if known is not None and known[1].text == text:
+                    return None
+                self._active[key] = (self._seq, entry)
+            elif entry.is_problem:
+                self._unseen += 1
+                self._unseen_latest = (self._seq, entry)
             self._rows.appendleft(entry)
-            if entry.is_problem:
-                self.problems += 1
         return entry
+
+    def is_active(self, key: ProblemKey, text: str) -> bool:
+        """Whether ``key`` is counted now with this very text."""
+        with self._lock:
+            known = self._active.get(key)
+            return known is not None and known[1].text == text
+
+    def clear(self, key: ProblemKey) -> EventEntry | None:
+        """Stop counting the problem ``key`` (it was fixed); the entry it had, if any."""
+        with self._lock:
+            known = self._active.pop(key, None)
+        return known[1] if known is not None else None
+
+    def acknowledge(self) -> None:
+        """The pane was opened: problems without a key stop counting."""
+        with self._lock:
+            self._unseen, self._unseen_latest = 0, None
 
     def entries(self) -> list[EventEntry]:
         """All rows, newest first."""
@@ -78,9 +123,12 @@ class EventLog:
             return list(self._rows)
 
     def latest_problem(self) -> EventEntry | None:
-        """The newest warning or error still in the log."""
+        """The newest problem that still counts."""
         with self._lock:
-            return next((e for e in self._rows if e.is_problem), None)
+            counted = list(self._active.values())
+            if self._unseen_latest is not None:
+                counted.append(self._unseen_latest)
+        return max(counted, key=lambda c: c[0])[1] if counted else None
 
     def __len__(self) -> int:
         with self._lock:

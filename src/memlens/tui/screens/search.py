@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from memlens.core.types import MODES, NO_WORD_FILTERED_NOTE, NO_WORD_NOTE, HitSource, SearchHit
+from memlens.tui.clipboard import chunk_clip, copy_note
 from memlens.tui.event_hooks import EventsApp, failure_detail, failure_sentence
 from memlens.tui.messages import HitSourceLoaded, SearchOutcome, SearchResults
 from memlens.tui.widgets.debounce import Debouncer
@@ -552,10 +553,9 @@ class SearchScreen(Screen["SearchHit | None"]):
             spans = self.service.match_spans(src.text, self.query_text)
             self.query_one(HitPreview).show(*preview_content(src, spans))
         elif purpose == "copy":
-            self.app.copy_to_clipboard(f"{src.repository}/{src.path} #{src.ordinal}"
-                                       f" (line {src.line})\n\n{src.text}")
-            self.notify(f"copied {src.path} #{src.ordinal} ({len(src.text):,} characters)",
-                        timeout=3)
+            self.app.copy_to_clipboard(chunk_clip(src))
+            note, seconds = copy_note(f"{src.path} #{src.ordinal}", len(src.text))
+            self.notify(note, title="copy", timeout=seconds)
         elif purpose == "edit":
             self._edit(src)
 

@@ -362,13 +362,27 @@ class ChunkView(FrameMemo, ScrollView, can_focus=True):
         if not self.match_lines:
             (self.select_next if delta > 0 else self.select_previous)()
             return
-        self._match_at = (self._match_at + delta) % len(self.match_lines)
+        if self._match_at < 0:  # the first step: from the opened hit (or the selected
+            # chunk), not from the top of the document (issue 42)
+            self._match_at = self._first_match(delta)
+        else:
+            self._match_at = (self._match_at + delta) % len(self.match_lines)
         line = self.match_lines[self._match_at]
         self._scroll_target = None
         chunk = self._lines[line].chunk
         if chunk != self.selected:
             self.select(chunk, scroll=False)
         self.scroll_to(y=max(0, line - 2), animate=False)
+
+    def _first_match(self, delta: int) -> int:
+        """Index (in ``match_lines``) of the first match at or after the hit chunk
+        (``n``), or of the last one before it (``N``); wrapping around."""
+        anchor = self.hit if self.hit is not None else max(0, self.selected)
+        chunks = [self._lines[line].chunk for line in self.match_lines]
+        if delta > 0:
+            return next((i for i, c in enumerate(chunks) if c >= anchor), 0)
+        return next((i for i in range(len(chunks) - 1, -1, -1) if chunks[i] < anchor),
+                    len(chunks) - 1)
 
     @property
     def match_count(self) -> int:

@@ -33,6 +33,7 @@ from memlens.tui.widgets.tree_rows import (
     MoreData,
     RepoData,
     children_of,
+    disk_rows,
     doc_label,
     group_label,
 )
@@ -136,6 +137,8 @@ class DocumentTree(FrameMemo, Tree[Any]):
         # row of its own with a stable negative id (see :meth:`mark_unreadable`).
         self._unreadable: dict[tuple[str, str], str] = {}
         self._unreadable_ids: dict[tuple[str, str], int] = {}
+        # New files the watcher saw and is reading: a ``⟳`` row until they are stored.
+        self._incoming: set[tuple[str, str]] = set()
 
     # -- data ---------------------------------------------------------------
     @property
@@ -163,7 +166,8 @@ class DocumentTree(FrameMemo, Tree[Any]):
         """
         self.filter_text = filter_text
         flat = bool(filter_text)
-        docs = docs + self._never_stored(docs, filter_text)
+        docs = docs + disk_rows(self._unreadable, self._incoming, self._unreadable_ids, docs,
+                                filter_text)
         self._docs = {d.id: d for d in docs}
         self._warnings = dict(warnings)
         self._doc_nodes = {}
@@ -273,6 +277,19 @@ class DocumentTree(FrameMemo, Tree[Any]):
             self._refresh_row(doc_id)
         return not stored
 
+    def mark_incoming(self, repository: str, path: str, seen: bool = True) -> bool:
+        """A file the watcher saw and will read (``seen``), or one it has read (False).
+        Returns True when the listing must be reloaded (its row appears or goes)."""
+        key = (repository, path)
+        if seen == (key in self._incoming):
+            return False
+        if seen:
+            self._incoming.add(key)
+            self._unreadable_ids.setdefault(key, -1 - len(self._unreadable_ids))
+            return not any((d.repository, d.path) == key for d in self._docs.values())
+        self._incoming.discard(key)
+        return key not in self._unreadable
+
     def _refresh_row(self, doc_id: int) -> None:
         """Redraw a document's row and its folder/repository rows."""
         node = self._doc_nodes.get(doc_id)
@@ -285,27 +302,9 @@ class DocumentTree(FrameMemo, Tree[Any]):
         return self._unreadable.get((d.repository, d.path))
 
     def never_stored(self) -> list[tuple[str, str]]:
-        """(repository, path) of the unreadable files listed with a row of their own."""
+        """(repository, path) of the files listed with a row of their own (unreadable,
+        or seen by the watcher and not stored yet)."""
         return [(d.repository, d.path) for d in self._docs.values() if d.id < 0]
-
-    def _never_stored(self, docs: list[DocumentSummary],
-                      filter_text: str) -> list[DocumentSummary]:
-        """Rows for unreadable files that have no stored document (under a filter: those
-        whose path contains the filter text)."""
-        if not self._unreadable:  # the usual case: no work on every reload
-            return []
-        have = {(d.repository, d.path) for d in docs}
-        needle = filter_text.strip().lower()
-        out = []
-        for (repo, path), reason in sorted(self._unreadable.items()):
-            if (repo, path) in have or (needle and needle not in f"{repo}/{path}".lower()):
-                continue
-            out.append(DocumentSummary(
-                id=self._unreadable_ids[(repo, path)], repository=repo, path=path,
-                status="failed", projection_status="failed", tombstoned=False,
-                current_revision_id=None, active_revision_id=None, chunk_count=0, size=0,
-                name=None, doc_type=None, error=reason))
-        return out
 
     def is_processing(self, doc_id: int) -> bool:
         """Whether this UI is projecting the document right now."""

@@ -5,7 +5,8 @@ in alternating bands per chunk, overlaps (characters two neighbouring chunks sha
 in the overlap colour, characters no chunk covers (blank stretches) as gaps, the
 selected chunk highlighted, and — for an over-long ``MEMORY.md`` — a marker where
 Claude stops loading (line 200 or 25 KB). The layout is a pure function,
-:func:`map_cells`, so it is tested without a terminal.
+:func:`map_cells`, so it is tested without a terminal. A click on a cell selects the
+chunk drawn there (:func:`chunk_at_cell`, :class:`FileMap.ChunkClicked`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
+from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -64,6 +67,22 @@ def map_cells(chunks: Sequence[Chunk], total: int, width: int, *, selected: int 
     return cells
 
 
+def chunk_at_cell(chunks: Sequence[Chunk], total: int, width: int, x: int) -> int | None:
+    """The index of the chunk drawn in cell ``x`` (the one covering most of the cell's
+    characters; in a gap, the nearest chunk), or None for an empty map."""
+    if total <= 0 or not chunks or width <= 0 or not 0 <= x < width:
+        return None
+    a = x * total // width
+    b = max(a + 1, (x + 1) * total // width)
+    cover = [(min(b, c.end_char) - max(a, c.start_char), -i) for i, c in enumerate(chunks)]
+    best, neg = max(cover)
+    if best > 0:
+        return -neg
+    mid = (a + b) // 2
+    return min(range(len(chunks)), key=lambda i: min(abs(chunks[i].start_char - mid),
+                                                     abs(chunks[i].end_char - mid)))
+
+
 _GLYPH = {GAP: " ", BAND_A: "▆", BAND_B: "▆", OVERLAP: "▆", SELECTED: "█", LIMIT: "┃"}
 
 
@@ -87,6 +106,13 @@ class FileMap(Widget):
     }
     """
 
+    class ChunkClicked(Message):
+        """A click on the map: select chunk ``index``."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.chunks: list[Chunk] = []
@@ -106,6 +132,13 @@ class FileMap(Widget):
         if index != self.selected:
             self.selected = index
             self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        """Jump to the chunk under the pointer."""
+        index = chunk_at_cell(self.chunks, self.total, self.size.width, event.x)
+        if index is not None:
+            self.select(index)
+            self.post_message(self.ChunkClicked(index))
 
     def _style(self, role: str) -> Style:
         return self.get_component_rich_style(f"file-map--{role}", partial=True)

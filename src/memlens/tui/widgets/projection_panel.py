@@ -126,13 +126,44 @@ class ProjectionPanel(VerticalScroll):
             button.focus()
 
     def show(self, doc: DocumentDetail | None, history: list[Revision], now: float,
-             status: str) -> None:
-        """Show one document's projection state (``None``: nothing selected)."""
+             status: str, *, unreadable: str | None = None) -> None:
+        """Show one document's projection state (``None``: nothing selected).
+
+        ``unreadable`` is why the file's latest version could not be read: the stored
+        revision's projection is shown as it is, with that line, and the retry button
+        only when the projection itself has something to retry (issue 42)."""
         text = self.query_one("#projection-text", Static)
         button = self.query_one("#retry", Button)
+        button.display = True
         if doc is None:
             text.update("(no document selected)")
             button.disabled = True
             return
-        text.update(projection_content(doc, history, now, status))
+        content = projection_content(doc, history, now, status)
+        if unreadable is not None:
+            content = Content.assemble(
+                (f"{'file':<17}", "bold $text-muted"),
+                (f"{glyph('failed')} the latest version could not be read: {unreadable}",
+                 "$text-error"), "\n",
+                (f"{'':<17}", ""), ("search serves the stored revision; fix the file and "
+                                    "save it to read it again", "$text-muted"), "\n",
+                content)
+            button.display = status in ("failed", "stale")
+        text.update(content)
         button.disabled = doc.tombstoned or status == "processing"
+
+    def show_not_stored(self, reason: str | None, *, reading: bool = False) -> None:
+        """A file that could not be read and was never stored (or, ``reading``, one the
+        watcher is reading now): nothing to project, so no retry button."""
+        self.query_one("#retry", Button).display = False
+        if reading:
+            self.query_one("#projection-text", Static).update(Content.styled(
+                f"{glyph('processing')} the watcher is reading this file; its projection "
+                "starts once it is stored", "$text-muted"))
+            return
+        self.query_one("#projection-text", Static).update(Content.assemble(
+            (f"{glyph('failed')} not ingested: {reason or 'the file could not be read'}",
+             "$text-error"), "\n\n",
+            ("Nothing of this file is stored, so there is no projection to retry. Fix the "
+             "file and save it (the watcher reads it again), or run `memlens ingest`.",
+             "$text-muted")))

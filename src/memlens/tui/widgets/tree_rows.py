@@ -143,3 +143,29 @@ def group_label(data: RepoData | DirData, icon: str, counts: dict[str, int], war
     if warn:
         text.append(WARNING_GLYPH, style=style("warning"))
     return text
+
+
+def disk_rows(unreadable: dict[tuple[str, str], str], incoming: set[tuple[str, str]],
+              ids: dict[tuple[str, str], int], docs: list[DocumentSummary],
+              filter_text: str) -> list[DocumentSummary]:
+    """Rows for files on disk that have no stored document (under a filter: those whose
+    path contains the filter text): ``✗`` for a file that could not be read, ``⟳`` for a
+    file the watcher saw and is reading (issue 42: a big new file is listed at once).
+    ``ids`` gives each (repository, path) its stable negative id."""
+    if not unreadable and not incoming:  # the usual case: no work on every reload
+        return []
+    have = {(d.repository, d.path) for d in docs}
+    needle = filter_text.strip().lower()
+    out = []
+    for key in sorted(set(unreadable) | incoming):
+        repo, path = key
+        if key in have or (needle and needle not in f"{repo}/{path}".lower()):
+            continue
+        reason = unreadable.get(key)
+        status = "failed" if reason is not None else "processing"
+        out.append(DocumentSummary(
+            id=ids[key], repository=repo, path=path, status=status,
+            projection_status=status, tombstoned=False, current_revision_id=None,
+            active_revision_id=None, chunk_count=0, size=0, name=None, doc_type=None,
+            error=reason))
+    return out
