@@ -13,9 +13,10 @@ calls, so a grid of 100 settings costs seconds, not a re-run per setting.
 Sets and their roles (nothing is tuned on a ``report`` set):
 
 * choose: ``corpus/queries.jsonl`` (train, 96), ``corpus/queries_hard.jsonl`` (44),
-  LoCoMo conversations 0-4 (with ``--locomo``);
+  ``corpus/queries_blind3.jsonl`` (85), LoCoMo conversations 0-4 (with ``--locomo``);
 * report: ``corpus_validation/queries.jsonl`` (80), ``corpus_validation/queries_hard.jsonl``
-  and ``queries_hard2.jsonl`` (44 each), LoCoMo conversations 5-9.
+  and ``queries_hard2.jsonl`` (44 each), ``corpus_validation/queries_blind3.jsonl`` (85,
+  held out), LoCoMo conversations 5-9.
 
 Memory sets score document-level Hit@1 and MRR (hits deduplicated by document, k=10, as
 ``memlens bench``); LoCoMo scores recall@5 and MRR of the hits as returned (two chunks
@@ -114,10 +115,12 @@ def _memory_questions(path: Path) -> list[dict[str, Any]]:
 
 
 def memory_sets(tmp: Path, embedder: str) -> Iterator[Item]:
-    plan = [("corpus", [("train", "choose", "queries.jsonl"), ("hard", "choose", "queries_hard.jsonl")]),
+    plan = [("corpus", [("train", "choose", "queries.jsonl"), ("hard", "choose", "queries_hard.jsonl"),
+                        ("blind3", "choose", "queries_blind3.jsonl")]),
             ("corpus_validation", [("validation", "report", "queries.jsonl"),
                                    ("vhard", "report", "queries_hard.jsonl"),
-                                   ("vhard2", "report", "queries_hard2.jsonl")])]
+                                   ("vhard2", "report", "queries_hard2.jsonl"),
+                                   ("vblind3", "report", "queries_blind3.jsonl")])]
     for corpus, sets in plan:
         d = tmp / corpus
         d.mkdir()
@@ -222,12 +225,14 @@ def grid() -> dict[str, Config]:
         "rrf": P(method="rrf", vector_weight=1.0, index_rule=False),
     }
     for knee, power, vw, agree, mk, lp in itertools.product(
-            (0.4, 0.6, 0.8), (1.0, 2.0), (0.35, 0.5, 0.75), (False,), (0.0,), (0.0,)):
+            (0.4, 0.6, 0.8), (1.0, 2.0), (0.35, 0.5, 0.75), (False,), (0.0,), (0.0, 0.25)):
         name = (f"ev k{knee} p{power} vw{vw}{' agree' if agree else ''}"
                 f"{f' mk{mk}' if mk else ''}{f' lp{lp}' if lp else ''}")
         out[name] = P(adapt_knee=knee, adapt_power=power, vector_weight=vw, agree_keep=agree,
                       margin_knee=mk, length_prior=lp)
     out["ev k0.6 p2.0 vw0.5 noidx"] = P(index_rule=False)
+    out["ev k0.6 p2.0 vw0.5 agree"] = P(agree_keep=True)
+    out["ev k0.6 p2.0 vw0.5 mk1.0"] = P(margin_knee=1.0)
     out["ev k0.6 p2.0 vw0.5 pd1"] = P()
     return out
 
