@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -181,3 +181,24 @@ def test_mcp_search_gives_one_hit_per_document(svc: MemoryService) -> None:
     assert docs and len(docs) == len(set(docs))
     chunks = svc.search(q, k=8, all_projects=True).hits
     assert len({h.document_id for h in chunks}) < len(chunks)  # the runbook holds two
+
+
+def test_the_index_rule_reads_the_configured_index_names(make_service: Any, tree: Any) -> None:
+    """``[chunker] index_names`` names the index files for search too: an index line that
+    holds the question's words gives way to the file it links to, with ``INDEX.md``
+    configured; under the default (``MEMORY.md``) the same file is an ordinary document."""
+    tree.write("INDEX.md", "# Index\n\n- [Release](release.md) — how the frobnicator ships"
+                           " to customers\n- [Notes](notes.md) — everything else\n")
+    tree.write("release.md", "# Release\n\nTag, build, then upload the wheel to the mirror.\n")
+    tree.write("notes.md", "# Notes\n\nThe walrus keeps its tusks polished.\n")
+    q = "frobnicator ships to customers: upload the wheel"
+    first = {}
+    for names in (["INDEX.md"], ["MEMORY.md"]):
+        svc = make_service(db=tree.base / f"{names[0]}.db",
+                           **{"search.fusion": "evidence", "chunker.index_names": names,
+                              "search.prefer_current_project": False})
+        svc.ingest(roots_for_path(tree.projects))
+        res = svc.search(q, k=5)
+        assert res.decision is not None and res.hits
+        first[names[0]] = res.hits[0].path
+    assert first == {"INDEX.md": "release.md", "MEMORY.md": "INDEX.md"}

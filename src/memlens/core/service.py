@@ -251,8 +251,11 @@ class MemoryService(ServiceFlows):
             return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
                                      repository=repository, doc_type=doc_type,
                                      per_document=per_document,
-                                     fusion_options=opts.fusion_options(
-                                         emb.name if emb is not None else None),
+                                     fusion_options={
+                                         **opts.fusion_options(
+                                             emb.name if emb is not None else None),
+                                         # the index rule reads the configured index files
+                                         "index_names": self.settings.chunker.index_names},
                                      prefer_repository=prefer,
                                      matrix=self.vector_cache() if emb is not None else None,
                                      lexical_cache=self.lexical_cache())
