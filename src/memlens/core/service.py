@@ -229,8 +229,11 @@ class MemoryService(ServiceFlows):
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None,
                prefer_repository: str | None = None, all_projects: bool = False,
-               ) -> search_mod.SearchResult:
+               per_document: int = 2) -> search_mod.SearchResult:
         """Search active projections (see :mod:`memlens.core.search.engine`).
+
+        ``per_document``: at most this many hits of one document (2: sections, what the
+        CLI and the TUI show; 1: documents, what the MCP server gives an agent).
 
         Fusion comes from the ``[search]`` settings. Unless ``all_projects`` is set or
         ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
@@ -247,8 +250,12 @@ class MemoryService(ServiceFlows):
         with dbm.read_txn(conn):
             return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
                                      repository=repository, doc_type=doc_type,
-                                     fusion_options=opts.fusion_options(
-                                         emb.name if emb is not None else None),
+                                     per_document=per_document,
+                                     fusion_options={
+                                         **opts.fusion_options(
+                                             emb.name if emb is not None else None),
+                                         # the index rule reads the configured index files
+                                         "index_names": self.settings.chunker.index_names},
                                      prefer_repository=prefer,
                                      matrix=self.vector_cache() if emb is not None else None,
                                      lexical_cache=self.lexical_cache())

@@ -8,14 +8,14 @@ link every topic file and link only files that exist.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+
+from memlens.core.chunking.links import links as links
 
 MAX_LINES = 200
 MAX_BYTES = 25 * 1024
 
-_LINK_RE = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
 @dataclass(frozen=True)
@@ -30,18 +30,6 @@ class IndexWarning:
     def as_json(self) -> dict[str, object]:
         """JSON-ready dict."""
         return asdict(self)
-
-
-def links(text: str) -> list[tuple[int, str]]:
-    """Relative Markdown link targets with their 1-based line numbers (URLs and anchors skipped)."""
-    out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        for m in _LINK_RE.finditer(line):
-            target = m.group(1).split("#", 1)[0]
-            if not target or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
-                continue
-            out.append((i, target))
-    return out
 
 
 def check_index(index_path: str, text: str, live_paths: Iterable[str]) -> list[IndexWarning]:

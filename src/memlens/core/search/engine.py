@@ -1,5 +1,6 @@
 """Search over active projections: lexical (FTS5 bm25), vector (sqlite-vec KNN),
-hybrid (a selectable fusion of the two: convex, min-max, z-score or reciprocal rank).
+hybrid (a selectable fusion of the two: evidence, adaptive, convex, min-max, z-score or
+reciprocal rank; the fusion itself is :mod:`memlens.core.search.fusion`).
 The fuzzy "go to document" filter lives in :class:`memlens.core.types.FilterIndex`.
 
 Only knowledge nodes are searched, and nodes exist only for the active projected
@@ -28,13 +29,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from memlens.core.config.settings import FUSIONS, SearchSettings
 from memlens.core.search import evidence as search_evidence
+from memlens.core.search import fusion as fusion_mod
 from memlens.core.search import hits as hits_mod
 from memlens.core.search import rows as search_rows
 from memlens.core.search.hits import HL_END as HL_END
@@ -70,9 +71,11 @@ CANDIDATES = _DEFAULTS.candidates
 ADAPT_POWER = _DEFAULTS.adapt_power
 ADAPT_TOP = _DEFAULTS.adapt_top
 ADAPT_KNEE = _DEFAULTS.adapt_knee
+AGREE_TOP = fusion_mod.FusionParams().agree_top
 # semantic-only hits need cosine >= mean + z*std of the query's candidates
 SEMANTIC_MIN_Z = _DEFAULTS.semantic_min_z
 MATCH_KINDS = ("lexical", "semantic", "closest")
+EMBEDDER_DOWN = "embedder unavailable"
 NO_WORD_NOTE = ("no word of the query occurs in memory; the hits are only the closest by"
                 " meaning, not matches")
 NO_WORD_FILTERED_NOTE = ("no word of the query occurs in the documents this filter keeps; the"
@@ -219,22 +222,6 @@ def diversify(hits: Sequence[SearchHit], per_document: int) -> list[SearchHit]:
     return search_rows.cap_per_document(hits, per_document, lambda h: h.document_id)
 
 
-def _normalise(values: dict[int, float], how: str) -> dict[int, float]:
-    """Per-query normalisation of one signal over its candidates (min-max or z-score)."""
-    import numpy as np
-
-    if not values:
-        return {}
-    arr = np.asarray(list(values.values()), dtype=np.float64)
-    if how == "zscore":
-        sd = float(arr.std())
-        mu = float(arr.mean())
-        return {nid: ((v - mu) / sd if sd > 1e-12 else 0.0) for nid, v in values.items()}
-    lo, hi = float(arr.min()), float(arr.max())
-    span = hi - lo
-    return {nid: ((v - lo) / span if span > 1e-12 else 1.0) for nid, v in values.items()}
-
-
 def note_vectors_waiting(conn: apsw.Connection, res: SearchResult) -> None:
     """Issue 37: documents whose vectors are still being computed (stage 2 of the
     projection) are found by their words only meanwhile; say how many."""
@@ -254,7 +241,9 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            semantic_min_z: float | None = SEMANTIC_MIN_Z, snippets: bool = True,
            matrix: VectorMatrixCache | None = None, complete: bool = True,
            lexical_cache: LexicalCache | None = None, adapt_power: float = ADAPT_POWER,
-           adapt_top: int = ADAPT_TOP, adapt_knee: float = ADAPT_KNEE) -> SearchResult:
+           adapt_top: int = ADAPT_TOP, adapt_knee: float = ADAPT_KNEE,
+           agree_top: int = AGREE_TOP, index_rule: bool = True,
+           index_names: Sequence[str] = fusion_mod.INDEX_NAMES) -> SearchResult:
     """Fuse lexical and vector results, diversified per document (``snippets``: attach
     FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
@@ -266,7 +255,12 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
       candidates (min-max to [0, 1] or z-score); a candidate missing from one side
       gets that side's lowest normalised value; then weighted sum.
     - ``"rrf"``: ``sum(w / (rrf_k + rank))``.
-    - ``"adaptive"`` (what ``auto`` means with a semantic embedder): z-score fusion
+    - ``"evidence"`` (what ``auto`` means with a semantic embedder; issue 46): each side
+      adds only its positive z-score (absent = 0 = no evidence), the lexical side
+      weighted as in ``adaptive``, and a ``MEMORY.md`` chunk gives way to the topic file
+      its matching line links to (:mod:`memlens.core.search.fusion`). The decision, every
+      candidate's score in parts, is ``res.decision``.
+    - ``"adaptive"`` (the default before issue 46): z-score fusion
       whose lexical weight is scaled by ``share ** adapt_power``, ``share`` being the
       best idf-weighted share of the query's phrases held by one of the top
       ``adapt_top`` lexical candidates (:func:`memlens.core.search.evidence.coverage`).
@@ -295,40 +289,22 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
     n = max(int(candidates), int(k), 1)
-    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=build_fts_query(query))
-    # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
-    vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
-                             doc_type=doc_type, matrix=matrix)
-    lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
-    # Adaptive fusion weighs the lexical side by how much of the question its best
-    # candidates hold; measured while the vector scan may still be running.
-    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top)
-                 if fusion == "adaptive" else 1.0)
-    vec_top = vec_later()
-    if embedder is not None:
-        note_vectors_waiting(conn, res)
-    # Candidates are ranked bare (one light read for both lists); only the hits kept
-    # after fusion and the cut read their node text.
-    known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])
-    pool = _Pool.merge(hits_mod.stubs(lex_top, known, "lexical"),
-                       hits_mod.stubs(vec_top, known, "vector"))
-    if semantic_min_z is not None:
-        pool.drop_weak_semantic(semantic_min_z)
-    lw = (lexical_weight * min(1.0, lex_share / max(adapt_knee, 1e-9)) ** adapt_power
-          if fusion == "adaptive" else lexical_weight)
-    res.fusion = {"method": fusion}
-    if fusion == "adaptive":
-        res.fusion.update(lexical_share=round(lex_share, 4), lexical_weight=round(lw, 4))
-    scores = pool.scores(fusion, lw, vector_weight, rrf_k)
-    if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
-        for h in pool.fused.values():             # is near it: the rest rank after
-            if h.match == "semantic":
-                h.match = "closest"
+    res, pool = gather(conn, query, embedder, n=n, repository=repository, doc_type=doc_type,
+                       adapt_top=adapt_top if fusion in ("adaptive", "evidence") else 0,
+                       semantic_min_z=semantic_min_z, matrix=matrix,
+                       lexical_cache=lexical_cache,
+                       index_names=index_names if fusion == "evidence" and index_rule else ())
+    params = fusion_mod.FusionParams(
+        method=fusion, lexical_weight=lexical_weight, vector_weight=vector_weight,
+        rrf_k=rrf_k, adapt_power=adapt_power, adapt_knee=adapt_knee, agree_top=agree_top,
+        index_rule=index_rule)
+    decision = fusion_mod.decide(pool, params, query)
+    res.fusion = decision.as_json()
+    res.decision = decision
     ranked = []
-    for nid in sorted(pool.fused, key=lambda nid: (not pool.fused[nid].is_match,
-                                                   -scores[nid], nid)):
+    for nid in decision.order:
         h = pool.fused[nid]
-        h.score = round(scores[nid], 8)
+        h.score = round(decision.parts[nid].score, 8)
         ranked.append(h)
     res.hits = diversify(ranked, per_document)[:k]
     if not pool.lex_raw and res.hits:
@@ -342,13 +318,58 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     return res
 
 
+def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: int,
+           repository: str | None = None, doc_type: str | None = None, adapt_top: int = 0,
+           semantic_min_z: float | None = SEMANTIC_MIN_Z,
+           matrix: VectorMatrixCache | None = None, lexical_cache: LexicalCache | None = None,
+           index_names: Sequence[str] = ()) -> tuple[SearchResult, fusion_mod.Pool]:
+    """The candidates of a hybrid query: the best ``n`` of each side as one
+    :class:`~memlens.core.search.fusion.Pool` (with the lexical share of the best
+    ``adapt_top`` lexical candidates when ``adapt_top`` > 0, and the links of index
+    documents named ``index_names``), and the result its notes go to. Deterministic
+    for one database state: :func:`hybrid` fuses it, benchmarks replay fusions on it."""
+    res = SearchResult(query=query, mode="hybrid", hits=[], fts_query=build_fts_query(query))
+    # The vector side starts first: with a matrix its scan runs while FTS5 ranks.
+    notes_before = len(res.notes)
+    vec_later = _vector_side(conn, query, embedder, res, k=n, repository=repository,
+                             doc_type=doc_type, matrix=matrix)
+    lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
+    # The lexical weight depends on how much of the question its best candidates hold;
+    # measured while the vector scan may still be running.
+    weights = (search_evidence.phrase_weights(conn, res.fts_query)
+               if adapt_top and lex_top and res.fts_query else None)
+    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top, weights)
+                 if adapt_top else 1.0)
+    vec_top = vec_later()
+    vector_ok = embedder is not None and not any(
+        note.startswith(EMBEDDER_DOWN) for note in res.notes[notes_before:])
+    if embedder is not None:
+        note_vectors_waiting(conn, res)
+    # Candidates are ranked bare (one light read for both lists); only the hits kept
+    # after fusion and the cut read their node text.
+    known = hits_mod.light(conn, [nid for nid, _ in lex_top] + [nid for nid, _ in vec_top])
+    pool = fusion_mod.Pool.merge(hits_mod.stubs(lex_top, known, "lexical"),
+                                 hits_mod.stubs(vec_top, known, "vector"))
+    pool.lexical_share, pool.vector_ok = lex_share, vector_ok
+    if semantic_min_z is not None:
+        pool.drop_weak_semantic(semantic_min_z)
+    if pool.lex_raw and identifiers_only(query):  # where `busy_timeout` occurs, not what
+        for h in pool.fused.values():             # is near it: the rest rank after
+            if h.match == "semantic":
+                h.match = "closest"
+    if index_names:
+        fusion_mod.index_links(conn, pool, index_names, res.fts_query, weights)
+    return res, pool
+
+
 def _lexical_share(conn: apsw.Connection, fts: str | None, lex_top: Sequence[tuple[int, float]],
-                   top: int) -> float:
+                   top: int, weights: dict[str, float] | None = None) -> float:
     """The best idf-weighted query coverage among the first ``top`` lexical candidates
     (0 when there are none)."""
     if not lex_top or not fts:
         return 0.0
-    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]])
+    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]],
+                                   weights=weights)
     return max(cov.values(), default=0.0)
 
 
@@ -364,7 +385,7 @@ def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
     v = SearchResult(query=query, mode="vector", hits=[])
 
     def failed(exc: Exception) -> list[tuple[int, float]]:
-        res.notes.append(f"embedder unavailable ({type(exc).__name__}: {exc});"
+        res.notes.append(f"{EMBEDDER_DOWN} ({type(exc).__name__}: {exc});"
                          " showing lexical results only")
         return []
 
@@ -390,64 +411,6 @@ def _vector_side(conn: apsw.Connection, query: str, embedder: Embedder | None,
         res.notes.extend(v.notes)
         return knn
     return finish
-
-
-@dataclass
-class _Pool:
-    """The union of lexical and vector candidates of one hybrid query."""
-
-    fused: dict[int, SearchHit] = field(default_factory=dict)
-    lex_raw: dict[int, float] = field(default_factory=dict)
-    vec_raw: dict[int, float] = field(default_factory=dict)
-    lex_rank: dict[int, int] = field(default_factory=dict)
-    vec_rank: dict[int, int] = field(default_factory=dict)
-
-    @classmethod
-    def merge(cls, lex_hits: Sequence[SearchHit], vec_hits: Sequence[SearchHit]) -> _Pool:
-        pool = cls()
-        for rank, h in enumerate(lex_hits, 1):
-            pool.fused[h.node_id] = h
-            h.ranks = {"lexical": rank, "vector": None}
-            h.lexical_match, h.match = True, "lexical"
-            pool.lex_raw[h.node_id], pool.lex_rank[h.node_id] = h.score, rank
-        for rank, h in enumerate(vec_hits, 1):
-            if h.node_id in pool.fused:
-                pool.fused[h.node_id].ranks["vector"] = rank
-            else:
-                h.ranks = {"lexical": None, "vector": rank}
-                h.lexical_match, h.match = False, "semantic"
-                pool.fused[h.node_id] = h
-            pool.vec_raw[h.node_id], pool.vec_rank[h.node_id] = h.score, rank
-        return pool
-
-    def drop_weak_semantic(self, min_z: float) -> None:
-        """Drop semantic-only candidates whose cosine is below mean + min_z * std."""
-        import numpy as np
-
-        if len(self.vec_raw) < 2:
-            return
-        arr = np.asarray(list(self.vec_raw.values()), dtype=np.float64)
-        floor = float(arr.mean()) + min_z * float(arr.std())
-        for nid in [nid for nid in self.fused
-                    if nid not in self.lex_raw and self.vec_raw[nid] < floor]:
-            del self.fused[nid]
-
-    def scores(self, fusion: str, lw: float, vw: float, rrf_k: float) -> dict[int, float]:
-        """The fused score of every candidate."""
-        if fusion in ("zscore", "adaptive"):
-            fusion = "zscore"
-        if fusion == "convex":
-            lex_max = max(self.lex_raw.values(), default=0.0) or 1.0
-            return {nid: lw * self.lex_raw.get(nid, 0.0) / lex_max
-                    + vw * max(0.0, self.vec_raw.get(nid, 0.0)) for nid in self.fused}
-        if fusion == "rrf":
-            return {nid: (lw / (rrf_k + self.lex_rank[nid]) if nid in self.lex_rank else 0.0)
-                    + (vw / (rrf_k + self.vec_rank[nid]) if nid in self.vec_rank else 0.0)
-                    for nid in self.fused}
-        ln, vn = _normalise(self.lex_raw, fusion), _normalise(self.vec_raw, fusion)
-        lmiss = min(ln.values(), default=0.0) if fusion == "zscore" else 0.0
-        vmiss = min(vn.values(), default=0.0) if fusion == "zscore" else 0.0
-        return {nid: lw * ln.get(nid, lmiss) + vw * vn.get(nid, vmiss) for nid in self.fused}
 
 
 def search(conn: apsw.Connection, query: str, *, mode: str = "hybrid",

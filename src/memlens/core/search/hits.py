@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from memlens.core.search.decision import FusionDecision
 from memlens.core.search.rows import HL_END as HL_END
 from memlens.core.search.rows import HL_START as HL_START
 from memlens.core.search.rows import lead_snippet as _lead_snippet
@@ -73,6 +74,8 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     preferred_repository: str | None = None
     fusion: dict[str, Any] | None = None
+    decision: FusionDecision | None = field(default=None, repr=False, compare=False)
+    """Hybrid only: every candidate's fused score in parts (not in :meth:`as_json`)."""
 
     @property
     def matches(self) -> int:

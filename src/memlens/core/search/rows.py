@@ -262,3 +262,4 @@ def main_snippets(conn: apsw.Connection, fts: str, ids: list[int]) -> dict[int, 
             [fts, *ids])}
     except apsw.SQLError:
         return {}
+
