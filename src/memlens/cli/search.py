@@ -10,7 +10,7 @@ import click
 
 import memlens.core.types as T
 from memlens.cli.common import EXIT_FAIL, EXIT_OK, Args, CliError, Command, db_options, service
-from memlens.cli.search_text import print_result
+from memlens.cli.search_text import print_json, print_result
 from memlens.core.service import MemoryService
 from memlens.core.types import FUSIONS, DatabaseError, SearchError, StorageError
 
@@ -20,14 +20,30 @@ def cmd_search(args: Args) -> int:
     if args.k <= 0:
         raise CliError("-k must be a positive number")
     svc = service(args, **{"search.fusion": args.fusion})
+    explained: T.Explanation | None = None
     try:
-        res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
-                         doc_type=args.doc_type, all_projects=args.all_projects)
+        if args.explain or args.why_not is not None:
+            explained = svc.explain(args.query, mode=args.mode, k=args.k,
+                                    repository=args.repository, doc_type=args.doc_type,
+                                    all_projects=args.all_projects, why_not=args.why_not)
+        else:
+            res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
+                             doc_type=args.doc_type, all_projects=args.all_projects)
         _remember(svc, args.query, args.mode)
+    except T.ExplainError as exc:
+        raise CliError(str(exc)) from None
     except (SearchError, T.EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
         svc.close()
+    if explained is not None:
+        if args.json:
+            print_json(explained.as_json())
+        else:
+            from memlens.cli.search_explain import print_explanation
+
+            print_explanation(explained)
+        return EXIT_OK
     print_result(res.as_json(), args.json)
     return EXIT_OK
 
@@ -56,5 +72,10 @@ command = Command(
                      help="how hybrid fuses lexical and vector scores (config [search] fusion)"),
         click.Option(["--all-projects"], is_flag=True,
                      help="do not rank the current project's memory first"),
+        click.Option(["--explain"], is_flag=True,
+                     help="explain each hit: its score in parts (words, meaning) and why"),
+        click.Option(["--why-not"], "why_not", metavar="PATH[#N]",
+                     help="also explain where this document (or chunk N) stands and what it"
+                     " would need to rank first (PATH or REPOSITORY/PATH)"),
         *db_options(),
     ])
