@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
     from memlens.core.config.settings import Settings
     from memlens.core.projection import reports as proj
-    from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.explain_values import Explanation
+    from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.preview import QueryEffect
     from memlens.core.search.vector_matrix import VectorMatrixCache
 # The chunker, projection, ingest, redaction, purge and vector code are imported in the

@@ -77,15 +77,15 @@ if TYPE_CHECKING:
     from memlens.core.projection.reports import ProjectionReport as ProjectionReport
     from memlens.core.projection.reports import VectorReport as VectorReport
     from memlens.core.search.engine import MODES as MODES
-    from memlens.core.search.explain_values import ExplainError as ExplainError
-    from memlens.core.search.explain_values import Explanation as Explanation
-    from memlens.core.search.explain_values import Standing as Standing
-    from memlens.core.search.explain_values import WhyNot as WhyNot
     from memlens.core.search.engine import NO_WORD_FILTERED_NOTE as NO_WORD_FILTERED_NOTE
     from memlens.core.search.engine import NO_WORD_NOTE as NO_WORD_NOTE
     from memlens.core.search.engine import SearchError as SearchError
     from memlens.core.search.engine import SearchHit as SearchHit
     from memlens.core.search.engine import SearchResult as SearchResult
+    from memlens.core.search.explain_values import ExplainError as ExplainError
+    from memlens.core.search.explain_values import Explanation as Explanation
+    from memlens.core.search.explain_values import Standing as Standing
+    from memlens.core.search.explain_values import WhyNot as WhyNot
     from memlens.core.search.preview import QueryEffect as QueryEffect
     from memlens.core.store.db import DatabaseError as DatabaseError
     from memlens.core.store.db import StorageError as StorageError
@@ -156,7 +156,9 @@ __all__ = [
     "BatchProjected", "Cancelled", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig",
     "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DatabaseError", "DocumentDetail", "DocumentSummary",
-    "EMBEDDER_NAMES", "EmbedderSettings", "ExplainError", "Explanation", "Standing", "WhyNot", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
+    "EMBEDDER_NAMES", "EmbedderSettings",
+    "ExplainError", "Explanation", "Standing", "WhyNot",
+    "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FileRead", "IngestDone", "DocumentProjected", "Progress", "ProgressEvent", "Rechunked", "RowsChanged",
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",

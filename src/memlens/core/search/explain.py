@@ -51,6 +51,7 @@ from memlens.core.search.explain_values import (
     Standing,
     Term,
     WhyNot,
+    plain,
 )
 
 # ---------------------------------------------------------------- words
@@ -59,10 +60,6 @@ def nth(n: int) -> str:
     """1st, 2nd, 3rd, 4th, 11th, 21st..."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _plain(phrase: str) -> str:
-    return phrase.strip('"').rstrip("*").strip('"')
 
 
 def _z_words(z: float | None) -> str:
@@ -95,7 +92,7 @@ def _side_words(side: Side, weight: float | None, damp: float, terms: Sequence[s
     if side.status == BELOW_CUT:
         return (f"{name}: cosine {side.score:.4f} ({nth(side.rank or 0)} by meaning) is below the"
                 " vector cut for a chunk that shares no word with the query: not a candidate.")
-    held = (" It holds " + ", ".join(f"«{_plain(t)}»" for t in terms) + ".") if terms else ""
+    held = (" It holds " + ", ".join(f"«{plain(t)}»" for t in terms) + ".") if terms else ""
     where = f"{name}: {nth(side.rank or 0)} by {what} ({side.score:.4f}"
     where += f", {_z_words(side.z)})" if side.z is not None else ")"
     if weight is None:
@@ -130,7 +127,7 @@ def weights_words(decision: FusionDecision | None, pool: Pool | None,
     rare = sorted(terms, key=lambda t: -t.idf)[:3]
     if rare:
         out.append("Rarest query words (carry the most information): " + ", ".join(
-            f"«{_plain(t.phrase)}» idf {t.idf:.2f} ({t.share:.0%})" for t in rare) + ".")
+            f"«{plain(t.phrase)}» idf {t.idf:.2f} ({t.share:.0%})" for t in rare) + ".")
     share = (f"One of the best word candidates holds {c.lexical_share:.0%} of the question's"
              f" information (idf-weighted)")
     if c.lexical_share >= p.adapt_knee:
@@ -469,7 +466,7 @@ def _why_not(ctx: _Ctx, target: tuple[str, list[int]], hits: Sequence[Standing],
                       f" {per_document} of one document are shown.")
         else:
             reason = (f"The fusion placed it {nth(st.fused_position)} of {len(dec.order)}"
-                      f" candidates; {len(ctx.res.hits)} hits are shown.")
+                      f" candidates; {len(ctx.res.hits)} hit(s) are shown.")
     else:
         why = []
         if st.lexical.status != SIDE_OFF:
@@ -530,7 +527,7 @@ def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing]) -> tuple[tuple[str
             missing = [t for t in sorted(ctx.terms, key=lambda t: -t.idf)
                        if t.phrase not in st.terms][:3]
             if missing:
-                line += ", e.g. by holding " + ", ".join(f"«{_plain(t.phrase)}»" for t in missing)
+                line += ", e.g. by holding " + ", ".join(f"«{plain(t.phrase)}»" for t in missing)
         out.append(line + ".")
     if st.moved_below:
         out.append(f"As an index line it would still give way to {st.moved_below}.")

@@ -29,7 +29,8 @@ class Term:
     share: float
 
     def as_json(self) -> dict[str, Any]:
-        return {"phrase": self.phrase, "idf": round(self.idf, 4), "share": round(self.share, 4)}
+        return {"phrase": plain(self.phrase), "idf": round(self.idf, 4),
+                "share": round(self.share, 4)}
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Standing:
                 "fused_position": self.fused_position, "match": self.match,
                 "score": None if self.score is None else round(self.score, 8),
                 "lexical": self.lexical.as_json(), "vector": self.vector.as_json(),
-                "terms": list(self.terms), "length_factor": round(self.damp, 6),
+                "terms": [plain(t) for t in self.terms], "length_factor": round(self.damp, 6),
                 "moved_below": self.moved_below, "preferred": self.preferred,
                 "summary": self.summary, "lines": list(self.lines)}
 
@@ -156,3 +157,8 @@ class Explanation:
 
 def _r6(v: float | None) -> float | None:
     return None if v is None else round(v, 6)
+
+
+def plain(phrase: str) -> str:
+    """An FTS phrase as the words a user typed (no quotes, no prefix star)."""
+    return phrase.rstrip("*").strip('"')
