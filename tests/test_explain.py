@@ -180,3 +180,44 @@ def test_cli_explain_text_json_and_bad_target(built: tuple[MemoryService, Path])
     bad = run_cli("search", q, "--why-not", "nope.md", "--db", db, env=env)
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "Traceback" not in bad.stderr
+
+
+def test_what_it_would_need_is_checked_on_the_real_fusion(
+        built: tuple[MemoryService, Path]) -> None:
+    """``need`` is the least score with which the ranking's own fusion puts the expected
+    chunk first: just above it, it is first; just below, it is not (replayed here on the
+    very pool the search fused)."""
+    from memlens.core.search import fusion
+    from memlens.core.store import db as dbm
+
+    svc, _ = built
+    checked = 0
+    for q in _questions():
+        if not q["id"].startswith("ht"):
+            continue
+        e = svc.explain(q["query"], k=10, why_not=f"{q['repository']}/{q['path']}")
+        w = e.why_not
+        assert w is not None
+        if w.need_cosine is None and w.need_bm25 is None:
+            continue
+        conn = svc.conn()
+        pools: list[fusion.Pool] = []
+        with dbm.read_txn(conn):
+            res = svc._search(conn, q["query"], "hybrid", 10, None, None, None, False, pools)
+        assert res.decision is not None and res.decision.params is not None
+        pool, nid = pools[0], w.standing.node_id
+        for kind, need in (("lexical", w.need_bm25), ("vector", w.need_cosine)):
+            if need is None:
+                continue
+            raw = pool.lex_raw if kind == "lexical" else pool.vec_raw
+            keep = raw.get(nid)
+            for x, first in ((need + 1e-5, True), (need - 1e-3, False)):
+                raw[nid] = x
+                order = fusion.decide(pool, res.decision.params, q["query"]).order
+                assert (order[0] == nid) is first, (q["id"], kind, need, x)
+            if keep is None:
+                del raw[nid]
+            else:
+                raw[nid] = keep
+            checked += 1
+    assert checked >= 10

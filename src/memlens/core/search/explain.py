@@ -20,7 +20,6 @@ only when asked.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -84,8 +83,7 @@ def _side_words(side: Side, weight: float | None, damp: float, terms: Sequence[s
         return (f"{name}: {why}; this fusion scores a missing candidate as the lowest present"
                 f" one → {side.part:+.4f}.")
     if side.status == NO_WORD:
-        return (f"{name}: no word of the query occurs in it, so it adds nothing here"
-                " (absent counts as unknown, not as worst).")
+        return f"{name}: no word of the query occurs in it, so this side gives it nothing."
     if side.status == PAST_DEPTH:
         return (f"{name}: {what} {side.score:.4f} ranks it {nth(side.rank or 0)} of all chunks,"
                 " past the candidates this side hands to the fusion: it adds nothing.")
@@ -480,12 +478,16 @@ def _why_not(ctx: _Ctx, target: tuple[str, list[int]], hits: Sequence[Standing],
                                     " past the candidate depth",
                         FILTERED: FILTERED}.get(st.vector.status, st.vector.status))
         reason = "Not a candidate: " + "; ".join(why) + "."
-    needs, gap = _needs(ctx, st, hits)
-    return WhyNot(target=label, standing=st, reason=reason, needs=needs, gap=gap)
+    needed: dict[str, float | None] = {}
+    needs, gap = _needs(ctx, st, hits, needed)
+    return WhyNot(target=label, standing=st, reason=reason, needs=needs, gap=gap,
+                  need_bm25=needed.get("lexical"), need_cosine=needed.get("vector"))
 
 
-def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing]) -> tuple[tuple[str, ...], float | None]:
-    """What ``st`` would need to rank first, each side alone, the others held fixed."""
+def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing], needed: dict[str, float | None],
+           ) -> tuple[tuple[str, ...], float | None]:
+    """What ``st`` would need to rank first, each side alone, the others held fixed
+    (``needed``: filled with the bm25 / cosine found by :func:`replay_need`)."""
     if st.position == 1:
         return ("Nothing: it ranks first.",), 0.0
     if not hits or hits[0].score is None:
@@ -503,26 +505,29 @@ def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing]) -> tuple[tuple[str
     conf, params = dec.confidence, dec.params
     lw = conf.lexical_weight if conf else (params.lexical_weight if params else 0.0)
     vw = conf.vector_weight if conf else (params.vector_weight if params else 0.0)
-    out.append(f"Its score would have to gain {gap:.4f} (first: {top:.4f}, it: "
-               f"{st.score or 0.0:.4f}); each side alone, the other candidates held fixed:")
-    for side, weight, raw, what in ((st.lexical, lw, pool.lex_raw, "bm25"),
-                                    (st.vector, vw, pool.vec_raw, "cosine")):
+    if st.position is None and st.fused_position == 1:
+        out.append("It is first in the fused order: what keeps it out is the reason above.")
+        return tuple(out), gap
+    scored = f"it: {st.score:.4f}" if st.score is not None else "it has no score"
+    out.append(f"Its score would have to gain {gap:.4f} (first: {top:.4f}, {scored})."
+               " Replaying the fusion with only its own score on one"
+               " side changed, it ranks first with:")
+    for side, weight, what in ((st.lexical, lw, "bm25"), (st.vector, vw, "cosine")):
         name = "Words" if side.kind == "lexical" else "Meaning"
-        if weight * st.damp <= 1e-9 or len(raw) < 2 or dec.method not in ("evidence", "adaptive",
-                                                                          "zscore"):
-            out.append(f"{name}: weight {weight:.3f} for this query — cannot close the gap alone."
-                       if weight * st.damp <= 1e-9 else
-                       f"{name}: a higher {what} (this fusion does not use z-scores).")
-            continue
-        mu, sd = statistics.fmean(raw.values()), statistics.pstdev(raw.values())
-        # part = weight × damp × z (clipped at 0 by evidence; absent: what absence scores)
-        need = mu + (side.part + gap) / (weight * st.damp) * sd
         now = f"{side.score:.4f}" if side.score is not None else "none"
-        if side.kind == "vector" and need >= 1.0:
-            out.append(f"Meaning: no cosine could do it alone (it would need {need:.3f} > 1;"
-                       f" now {now}).")
+        need = replay_need(pool, dec, ctx.res.query, st.node_id, side.kind)
+        needed[side.kind] = need
+        if need is None:
+            if st.node_id not in pool.fused:
+                out.append(f"{name}: it would first have to become a candidate"
+                           + (" (hold a word of the query)." if side.kind == "lexical" else
+                              f" (a cosine of at least {pool.vector_floor:.4f} for a chunk with"
+                              " no query word)." if pool.vector_floor is not None else "."))
+            else:
+                out.append(f"{name}: no {what} would rank it first on its own (weight"
+                           f" {weight:.3f} for this query; now {now}).")
             continue
-        line = f"{name}: a {what} of about {need:.4f} (now {now})"
+        line = f"{name}: a {what} of {need:.4f} or more (now {now})"
         if side.kind == "lexical":
             missing = [t for t in sorted(ctx.terms, key=lambda t: -t.idf)
                        if t.phrase not in st.terms][:3]
@@ -539,3 +544,44 @@ def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing]) -> tuple[tuple[str
         out.append("It would also have to be a match: hold a word of the query or be close"
                    " enough by meaning to pass the vector cut.")
     return tuple(out), gap
+
+
+def replay_need(pool: Pool, decision: FusionDecision, query: str, nid: int,
+                kind: str) -> float | None:
+    """The least bm25 (``kind`` lexical) or cosine (vector) with which the fusion itself
+    (:func:`memlens.core.search.fusion.decide`, same settings, same pool, only this
+    chunk's score on that side changed) puts ``nid`` first; ``None`` when no value does
+    or ``nid`` is not a candidate. Bisection on the real fusion, so it is exact to 1e-6
+    whatever the fusion's form; the pool is left as it was."""
+    from memlens.core.search import fusion as fusion_mod
+
+    params = decision.params
+    if params is None or nid not in pool.fused or not pool.vector_ok:
+        return None
+    raw = pool.lex_raw if kind == "lexical" else pool.vec_raw
+    had, orig = nid in raw, raw.get(nid)
+
+    def first(x: float) -> bool:
+        raw[nid] = x
+        try:
+            return fusion_mod.decide(pool, params, query).order[0] == nid
+        finally:
+            if had and orig is not None:
+                raw[nid] = orig
+            else:
+                del raw[nid]
+
+    values = [v for n, v in raw.items() if n != nid]
+    lo = orig if orig is not None else min(values, default=0.0)
+    hi = 1.0 if kind == "vector" else max(max(values, default=1.0) * 4.0, lo + 1.0)
+    if not first(hi):
+        return None
+    for _ in range(40):
+        if hi - lo <= 1e-6:
+            break
+        mid = (lo + hi) / 2
+        if first(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -106,11 +106,15 @@ class WhyNot:
     needs: tuple[str, ...]
     gap: float | None
     """How much its fused score falls short of the first hit (``None``: cannot say)."""
+    need_bm25: float | None = None
+    """The bm25 with which the fusion, replayed, ranks it first (``None``: none does)."""
+    need_cosine: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"target": self.target, **self.standing.as_json(), "reason": self.reason,
                 "needs": list(self.needs),
-                "gap": None if self.gap is None else round(self.gap, 8)}
+                "gap": None if self.gap is None else round(self.gap, 8),
+                "need": {"bm25": _r6(self.need_bm25), "cosine": _r6(self.need_cosine)}}
 
 
 @dataclass(frozen=True)
