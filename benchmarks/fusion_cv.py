@@ -222,8 +222,7 @@ def grid() -> dict[str, Config]:
         "rrf": P(method="rrf", vector_weight=1.0, index_rule=False),
     }
     for knee, power, vw, agree, mk, lp in itertools.product(
-            (0.4, 0.6, 0.8), (1.0, 2.0), (0.35, 0.5, 0.75), (False, True), (0.0, 1.0, 2.0),
-            (0.0, 0.25)):
+            (0.4, 0.6, 0.8), (1.0, 2.0), (0.35, 0.5, 0.75), (False,), (0.0,), (0.0,)):
         name = (f"ev k{knee} p{power} vw{vw}{' agree' if agree else ''}"
                 f"{f' mk{mk}' if mk else ''}{f' lp{lp}' if lp else ''}")
         out[name] = P(adapt_knee=knee, adapt_power=power, vector_weight=vw, agree_keep=agree,
@@ -244,10 +243,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument("--items", type=Path, help="pickle of the gathered pools: read if it exists, "
                     "else written (replays skip the gathering)")
+    ap.add_argument("--memory-again", action="store_true",
+                    help="with --items: gather the memory sets again, keep LoCoMo's pools")
     ap.add_argument("--show", help="print this config's per-kind cells")
     a = ap.parse_args(argv)
     if a.items and a.items.exists():
         items: list[Item] = pickle.loads(a.items.read_bytes())
+        fresh = fusion_mod.Pool()
+        for it in items:  # pools pickled before a field was added get its default
+            for name, value in vars(fresh).items():
+                if not hasattr(it.pool, name):
+                    setattr(it.pool, name, value)
+        if a.memory_again:
+            with tempfile.TemporaryDirectory() as tmp:
+                items = [*memory_sets(Path(tmp), a.embedder),
+                         *(it for it in items if it.set.startswith("locomo"))]
+            a.items.write_bytes(pickle.dumps(items))
     else:
         with tempfile.TemporaryDirectory() as tmp:
             items = list(memory_sets(Path(tmp), a.embedder))

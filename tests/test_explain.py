@@ -67,7 +67,10 @@ def check_explained(e: T.Explanation, res: T.SearchResult) -> None:
         assert ga <= gb, (e.query, i)
         if ga < gb:
             continue
-        if b.moved_below is not None:  # an index line placed right after its topic file
+        if b.credited_from is not None:  # a topic file in the place of the index chunk
+            assert b.credited_from not in labels[:i + 1], (e.query, i)  # that follows it
+            continue
+        if b.moved_below is not None:  # an index chunk placed right after its topic file
             assert b.moved_below in labels[:i + 1], (e.query, i)
             continue
         assert a.score is not None and b.score is not None
@@ -203,7 +206,8 @@ def test_what_it_would_need_is_checked_on_the_real_fusion(
         conn = svc.conn()
         pools: list[fusion.Pool] = []
         with dbm.read_txn(conn):
-            res = svc._search(conn, q["query"], "hybrid", 10, None, None, None, False, pools)
+            res = svc._search(conn, q["query"], "hybrid", 10, None, None, None, False,
+                              pools=pools)
         assert res.decision is not None and res.decision.params is not None
         pool, nid = pools[0], w.standing.node_id
         for kind, need in (("lexical", w.need_bm25), ("vector", w.need_cosine)):

@@ -64,8 +64,8 @@ def test_absent_is_never_below_a_present_candidate_for_being_absent(
         assert part.score == pytest.approx(part.lexical + part.vector)
     # the same vector evidence, one lexically absent and one lexically present but weak:
     # the absent one is never ranked below the weak one
-    for a, pa in d.parts.items():
-        for b, pb in d.parts.items():
+    for pa in d.parts.values():
+        for pb in d.parts.values():
             if pa.lexical_absent and not pb.lexical_absent and pb.lexical == 0.0 \
                     and pa.vector >= pb.vector:
                 assert pa.score >= pb.score
@@ -89,25 +89,25 @@ def test_zscore_scores_absent_as_worst() -> None:
 @settings(max_examples=300, deadline=None)
 @given(pools(), st.data())
 def test_index_never_outranks_a_linked_topic_file(pool: fusion_mod.Pool, data: st.DataObject) -> None:
-    """An index document ranks after the best chunk of every candidate topic file it links
-    to (same match status), unless the question is about the index itself."""
+    """An index chunk ranks after the best-ranked topic file its evidence is about (same
+    match status): that file takes its place. Not when the question is about the index."""
     docs = sorted({h.document_id for h in pool.fused.values()})
     index = data.draw(st.sampled_from(docs))
     others = [d for d in docs if d != index]
     linked = frozenset(data.draw(st.lists(st.sampled_from(others), unique=True))) if others \
         else frozenset()
     pool.index_links = {index: linked} if linked else {}
+    pool.gives_way = {nid: linked for nid, h in pool.fused.items() if h.document_id == index}
     d = fusion_mod.decide(pool, fusion_mod.FusionParams())
     assert sorted(d.order) == sorted(pool.fused)
     first: dict[int, int] = {}
     for i, nid in enumerate(d.order):
         first.setdefault(pool.doc(nid), i)
-    for t in linked:
-        if t in first:
-            t_match = pool.fused[d.order[first[t]]].is_match
-            i_match = pool.fused[d.order[first[index]]].is_match
-            if t_match >= i_match:
-                assert first[t] < first[index]
+    i_match = pool.fused[d.order[first[index]]].is_match
+    eligible = [first[t] for t in linked
+                if t in first and pool.fused[d.order[first[t]]].is_match >= i_match]
+    if eligible:  # the best of the topic files it gives way to comes first
+        assert min(eligible) < first[index]
     about = fusion_mod.decide(pool, fusion_mod.FusionParams(), "what does the MEMORY.md index list")
     plain = fusion_mod.decide(pool, fusion_mod.FusionParams(index_rule=False))
     assert about.order == plain.order
@@ -124,14 +124,23 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
 
 
 def test_index_links_are_read_from_the_index(svc: MemoryService) -> None:
-    """The pool knows which candidate topic files a candidate MEMORY.md links to."""
+    """The pool knows which candidate topic files a candidate MEMORY.md links to, and an
+    index chunk whose match sits on one link line gives way to that file only; one whose
+    match is its own text (the project summary) gives way to none."""
     conn = svc.conn()
-    _, pool = search_mod.gather(conn, "lanternfish build toolchain MSRV cargo", svc.embedder,
-                                n=50, adapt_top=3, index_names=("MEMORY.md",))
-    index_docs = [d for d, p in pool.paths.items() if p == "MEMORY.md"]
-    assert index_docs
-    build = [d for d, p in pool.paths.items() if p == "build.md"]
-    assert build and any(build[0] in pool.index_links.get(d, ()) for d in index_docs)
+    repo = "-home-dev-projects-lanternfish"
+    _, pool = search_mod.gather(conn, "MSRV feature flags release profile", svc.embedder,
+                                n=50, adapt_top=3, index_names=("MEMORY.md",),
+                                repository=repo)
+    index_doc = next(d for d, p in pool.paths.items() if p == "MEMORY.md")
+    build = next(d for d, p in pool.paths.items() if p == "build.md")
+    assert build in pool.index_links[index_doc]
+    chunks = [nid for nid, h in pool.fused.items() if h.document_id == index_doc]
+    assert chunks and all(pool.gives_way[nid] == {build} for nid in chunks)
+    _, own = search_mod.gather(conn, "crates lf-core lf-cli lf-render workspace", svc.embedder,
+                               n=50, adapt_top=3, index_names=("MEMORY.md",), repository=repo)
+    mine = [nid for nid, h in own.fused.items() if own.paths.get(h.document_id) == "MEMORY.md"]
+    assert mine and all(not own.gives_way[nid] for nid in mine if nid in own.lex_raw)
 
 
 def test_embedder_down_claims_no_adaptive_weight(svc: MemoryService) -> None:
@@ -159,3 +168,16 @@ def test_decision_parts_add_up_to_the_scores(svc: MemoryService) -> None:
         assert h.score == pytest.approx(part.lexical + part.vector, abs=1e-7)
     pos = {nid: i for i, nid in enumerate(res.decision.order)}
     assert [pos[h.node_id] for h in res.hits] == sorted(pos[h.node_id] for h in res.hits)
+
+
+def test_mcp_search_gives_one_hit_per_document(svc: MemoryService) -> None:
+    """An agent reads documents: search_memory's k hits are k distinct files, while the
+    CLI's and the TUI's search keeps up to two sections of one file."""
+    from memlens.mcp.tools import search_memory
+
+    q = "incident backfill warehouse"
+    out = search_memory(svc, q, k=8, all_projects=True).data
+    docs = [(h["repository"], h["path"]) for h in out["hits"]]
+    assert docs and len(docs) == len(set(docs))
+    chunks = svc.search(q, k=8, all_projects=True).hits
+    assert len({h.document_id for h in chunks}) < len(chunks)  # the runbook holds two

@@ -61,9 +61,6 @@ if TYPE_CHECKING:
 
 from memlens.core.runtime import Clock
 
-PER_DOCUMENT = 2
-"""At most this many chunks of one document among a search's hits (the door's searches)."""
-
 __all__ = ["Clock", "DocumentSummary", "FilterIndex", "IngestOutcome", "MemoryService",
            "explain_storage_error", "RechunkOutcome", "check_redaction", "chunk_file", "load_settings"]
 
@@ -235,8 +232,11 @@ class MemoryService(ServiceFlows):
     def search(self, query: str, *, mode: str = "hybrid", k: int = 10,
                repository: str | None = None, doc_type: str | None = None,
                prefer_repository: str | None = None, all_projects: bool = False,
-               ) -> search_mod.SearchResult:
+               per_document: int = 2) -> search_mod.SearchResult:
         """Search active projections (see :mod:`memlens.core.search.engine`).
+
+        ``per_document``: at most this many hits of one document (2: sections, what the
+        CLI and the TUI show; 1: documents, what the MCP server gives an agent).
 
         Fusion comes from the ``[search]`` settings. Unless ``all_projects`` is set or
         ``[search] prefer_current_project`` is off, the hits of ``prefer_repository``
@@ -247,11 +247,12 @@ class MemoryService(ServiceFlows):
         # One read snapshot: a projection swap in another process can't mix generations.
         with dbm.read_txn(conn):
             return self._search(conn, query, mode, k, repository, doc_type, prefer_repository,
-                                all_projects)
+                                all_projects, per_document)
 
     def _search(self, conn: apsw.Connection, query: str, mode: str, k: int,
                 repository: str | None, doc_type: str | None, prefer_repository: str | None,
-                all_projects: bool, pools: list[Any] | None = None) -> search_mod.SearchResult:
+                all_projects: bool, per_document: int = 2, pools: list[Any] | None = None,
+                ) -> search_mod.SearchResult:
         """:meth:`search` inside its read snapshot (``pools``: keep the hybrid pool, for
         :meth:`explain`)."""
         emb = self.embedder if mode != "lexical" else None
@@ -264,7 +265,7 @@ class MemoryService(ServiceFlows):
             fusion["pools"] = pools
         return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
                                  repository=repository, doc_type=doc_type,
-                                 per_document=PER_DOCUMENT,
+                                 per_document=per_document,
                                  fusion_options=fusion, prefer_repository=prefer,
                                  matrix=self.vector_cache() if emb is not None else None,
                                  lexical_cache=self.lexical_cache())
@@ -272,7 +273,7 @@ class MemoryService(ServiceFlows):
     def explain(self, query: str, *, mode: str = "hybrid", k: int = 10,
                 repository: str | None = None, doc_type: str | None = None,
                 prefer_repository: str | None = None, all_projects: bool = False,
-                why_not: str | None = None) -> Explanation:
+                per_document: int = 2, why_not: str | None = None) -> Explanation:
         """:meth:`search`, explained from the values that ranked it (issue 45; see
         :mod:`memlens.core.search.explain`). ``why_not`` (``PATH[#ordinal]`` or
         ``REPOSITORY/PATH[#ordinal]``): also where that document or chunk stands and what
@@ -287,11 +288,11 @@ class MemoryService(ServiceFlows):
                       if why_not is not None else None)
             pools: list[Any] = []
             res = self._search(conn, query, mode, k, repository, doc_type, prefer_repository,
-                               all_projects, pools)
+                               all_projects, per_document, pools)
             emb = self.embedder if mode != "lexical" else None
             depth = max(int(k), int(self.settings.search.candidates))
             return explain_mod.explain(conn, res, pools[0] if pools else None, embedder=emb,
-                                       candidates=depth, per_document=PER_DOCUMENT,
+                                       candidates=depth, per_document=per_document,
                                        repository=repository, doc_type=doc_type, target=target)
 
     def remember_search(self, query: str, mode: str, source: str) -> bool:

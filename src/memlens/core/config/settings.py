@@ -97,13 +97,14 @@ class SearchSettings:
     def fusion_options(self, embedder: str | None = None) -> dict[str, Any]:
         """Keyword arguments for :func:`memlens.core.search.engine.hybrid`.
 
-        ``auto`` resolves to ``adaptive``, except with the ``hashing`` embedder (name
-        ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
+        ``auto`` resolves to ``evidence`` (issue 46: chosen across the memory sets and
+        LoCoMo at once, ``benchmarks/fusion_cv.py``), except with the ``hashing`` embedder
+        (name ``embedder``), whose weak vector side hurts once normalised: ``convex`` there
         (measured on the dev corpus, ``docs/research/search-fusion.md``).
         """
         fusion = self.fusion
         if fusion == "auto":
-            fusion = "convex" if embedder == "hashing" else "adaptive"
+            fusion = "convex" if embedder == "hashing" else "evidence"
         return {"fusion": fusion, "lexical_weight": self.lexical_weight,
                 "vector_weight": self.vector_weight, "rrf_k": self.rrf_k,
                 "candidates": self.candidates, "semantic_min_z": self.semantic_min_z,

@@ -52,8 +52,8 @@ class Confidence:
 @dataclass(frozen=True)
 class Part:
     """One candidate's fused score in parts: ``score = lexical + vector`` before the
-    memory-aware rules; ``moved_below`` names the topic document an index chunk was
-    placed after (same evidence, the topic file wins)."""
+    memory-aware rules; ``moved_below`` names the topic chunk an index chunk was placed
+    after (its evidence is that file's link line: the topic file wins)."""
 
     node_id: int
     lexical: float
@@ -68,6 +68,8 @@ class Part:
     vector_z: float | None = None
     damp: float = 1.0
     """The length prior's factor on both parts (1: none)."""
+    credited_from: int | None = None
+    """The index chunk whose place this topic chunk took (its link line matched)."""
 
 
 @dataclass

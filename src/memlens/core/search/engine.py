@@ -353,7 +353,7 @@ def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: i
             if h.match == "semantic":
                 h.match = "closest"
     if index_names:
-        fusion_mod.index_links(conn, pool, index_names)
+        fusion_mod.index_links(conn, pool, index_names, res.fts_query)
     return res, pool
 
 

@@ -111,6 +111,34 @@ def holders(conn: apsw.Connection, phrases: Sequence[str], node_ids: Sequence[in
     return out
 
 
+def line_holders(conn: apsw.Connection, phrases: Sequence[str], lines: Sequence[str],
+                 ) -> dict[str, set[int]]:
+    """Which of ``lines`` (0-based indexes) hold each phrase, with the main index's
+    tokenizer (a TEMP FTS5 table filled with these lines only; the index rule of
+    :mod:`memlens.core.search.fusion` reads which ``MEMORY.md`` line a question matches)."""
+    if not lines or not phrases:
+        return {p: set() for p in phrases}
+    _ensure_table(conn)
+    conn.executemany(f"INSERT INTO {EVIDENCE_TABLE}(rowid, heading, text, logical_path)"
+                     " VALUES (?, '', ?, '')", [(i + 1, t) for i, t in enumerate(lines)])
+    out: dict[str, set[int]] = {}
+    try:
+        for p in phrases:
+            try:
+                out[p] = {int(r[0]) - 1 for r in conn.execute(
+                    f"SELECT rowid FROM {EVIDENCE_TABLE} WHERE memlens_evidence MATCH ?", (p,))}
+            except apsw.SQLError:
+                out[p] = set()
+    finally:
+        conn.execute(f"DELETE FROM {EVIDENCE_TABLE}")
+    return out
+
+
+def _ensure_table(conn: apsw.Connection) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {EVIDENCE_TABLE} USING fts5("
+                 f"heading, text, logical_path, tokenize='{FTS_TOKENIZER}')")
+
+
 def coverage(conn: apsw.Connection, fts: str | None, node_ids: Sequence[int],
              n_rows: int | None = None) -> dict[int, float]:
     """Per node of ``node_ids``, the idf-weighted share of the query's phrases it holds

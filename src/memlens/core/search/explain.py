@@ -307,10 +307,13 @@ def _standing(ctx: _Ctx, nid: int, hit: SearchHit | None, terms: tuple[str, ...]
     score = (part.score if part is not None else hit.score if hit is not None else None)
     if ctx.res.mode != "hybrid" and hit is not None:
         score = hit.score
-    moved = None
+    moved = credited = None
     if part is not None and part.moved_below is not None:
         m = _node_meta(ctx.conn, part.moved_below)
         moved = f"{m[0]}/{m[1]} #{m[2]}"
+    if part is not None and part.credited_from is not None:
+        m = _node_meta(ctx.conn, part.credited_from)
+        credited = f"{m[0]}/{m[1]} #{m[2]}"
     pref = ctx.res.preferred_repository
     preferred = bool(pref and meta[0] == pref)
     match = hit.match if hit is not None else (
@@ -327,17 +330,23 @@ def _standing(ctx: _Ctx, nid: int, hit: SearchHit | None, terms: tuple[str, ...]
         chunks = pool.doc_chunks.get(meta[4], 0)
         lines.append(f"Long document ({chunks} chunks): both parts × {damp:.3f} (length prior).")
     if moved:
-        lines.append(f"An index line: placed right after {moved}, the topic file it links to,"
-                     " which answers on the same evidence.")
+        lines.append(f"An index chunk: it gives way to {moved}, the topic file its matching"
+                     " link line summarises, and follows it.")
+    if credited:
+        lines.append(f"Credited from the index: a link line of {credited} that points here"
+                     " matched the query, so this topic file takes that index chunk's place.")
     if preferred and position is not None:
         lines.append(f"From your current project ({pref}): its matches are listed first.")
     if match == "closest":
         lines.append("Closest by meaning only: not presented as a match (listed after matches).")
     summary = _summary(score, lex, vec, moved, preferred and position is not None)
+    if credited:
+        summary += f"; in place of index {credited}"
     return Standing(repository=meta[0], path=meta[1], ordinal=meta[2], heading=meta[3],
                     node_id=nid, document_id=meta[4], position=position,
                     fused_position=ctx.fused_at.get(nid), match=match, score=score,
                     lexical=lex, vector=vec, terms=terms, damp=damp, moved_below=moved,
+                    credited_from=credited,
                     preferred=preferred, lines=(head, *lines), summary=summary)
 
 
@@ -350,7 +359,7 @@ def _summary(score: float | None, lex: Side, vec: Side, moved: str | None,
     out = (f"score {score:.3f} = " if score is not None else "not scored: ")
     out += side(lex, "words", "bm25") + " + " + side(vec, "meaning", "cos")
     if moved:
-        out += f"; index line after {moved}"
+        out += f"; index, gives way to {moved}"
     if preferred:
         out += "; your project first"
     return out
@@ -457,8 +466,8 @@ def _why_not(ctx: _Ctx, target: tuple[str, list[int]], hits: Sequence[Standing],
     elif st.fused_position is not None and dec is not None and pool is not None:
         above = [n for n in dec.order[:st.fused_position - 1] if pool.doc(n) == st.document_id]
         if st.moved_below:
-            reason = (f"An index line: it gives way to {st.moved_below}, the topic file it links"
-                      " to, on the same evidence.")
+            reason = (f"An index chunk: it gives way to {st.moved_below}, the topic file its"
+                      " matching link line summarises.")
         elif len(above) >= per_document:
             reason = (f"Its document already has {len(above)} chunks ranked above it; at most"
                       f" {per_document} of one document are shown.")

@@ -77,6 +77,8 @@ class Standing:
     """The query phrases this chunk holds."""
     damp: float = 1.0
     moved_below: str | None = None
+    credited_from: str | None = None
+    """The index chunk whose place this topic chunk took (a link line there matched)."""
     preferred: bool = False
     lines: tuple[str, ...] = ()
     summary: str = ""
@@ -92,7 +94,8 @@ class Standing:
                 "score": None if self.score is None else round(self.score, 8),
                 "lexical": self.lexical.as_json(), "vector": self.vector.as_json(),
                 "terms": [plain(t) for t in self.terms], "length_factor": round(self.damp, 6),
-                "moved_below": self.moved_below, "preferred": self.preferred,
+                "moved_below": self.moved_below,
+                "credited_from": self.credited_from, "preferred": self.preferred,
                 "summary": self.summary, "lines": list(self.lines)}
 
 

@@ -24,16 +24,16 @@ The older forms stay selectable (``adaptive``, ``zscore``, ``minmax``, ``convex`
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import apsw
 
 from memlens.core.chunking.links import links
+from memlens.core.search import evidence as search_evidence
 from memlens.core.search.decision import Confidence as Confidence
 from memlens.core.search.decision import FusionDecision as FusionDecision
 from memlens.core.search.decision import FusionParams as FusionParams
@@ -64,6 +64,9 @@ class Pool:
     """document id -> its number of chunks (for the length prior)."""
     vector_floor: float | None = None
     """The cosine a semantic-only candidate needed to stay (set by :meth:`drop_weak_semantic`)."""
+    gives_way: dict[int, frozenset[int]] = field(default_factory=dict)
+    """index chunk (node id) -> the topic documents it gives way to: those whose link
+    lines hold most of its lexical evidence; all it links to when it has none."""
 
     @classmethod
     def merge(cls, lex_hits: Iterable[SearchHit], vec_hits: Iterable[SearchHit]) -> Pool:
@@ -227,41 +230,28 @@ def is_index(path: str, names: Iterable[str] = INDEX_NAMES) -> bool:
 
 
 def memory_adjust(pool: Pool, decision: FusionDecision) -> None:
-    """An index chunk ranked above a candidate topic document it links to gives way: it is
-    placed right after that document's best chunk (the topic file answers; the index line
-    only summarises it). Scores are kept; only the order changes."""
+    """An index chunk gives way to the topic file its evidence is about
+    (``pool.gives_way``): that file's best chunk, if it ranks below, takes the index
+    chunk's place, and the index chunk follows it (the index line's match is credited to
+    the topic file it summarises). Scores are kept; only the order changes."""
     order = decision.order
-    if not pool.index_links:
-        return
-    moved = True
-    guard = 0
-    while moved and guard < len(order) + 1:
-        moved, guard = False, guard + 1
+    for nid in [n for n in order if pool.gives_way.get(n)]:
+        i = order.index(nid)
         first_at: dict[int, int] = {}
-        for i, nid in enumerate(order):
-            first_at.setdefault(pool.doc(nid), i)
-        for i, nid in enumerate(order):
-            links = pool.index_links.get(pool.doc(nid))
-            if not links:
-                continue
-            later = [first_at[d] for d in links if d in first_at and first_at[d] > i]
-            if not later:
-                continue
-            # the best-ranked linked topic chunk that is also a match when this one is
-            target = min(later)
-            if pool.fused[order[target]].is_match < pool.fused[nid].is_match:
-                continue
-            order.insert(target, order.pop(i))
-            decision.parts[nid] = _moved(decision.parts[nid], order[target - 1])
-            moved = True
-            break
+        for j, m in enumerate(order):
+            first_at.setdefault(pool.doc(m), j)
+        later = [first_at[d] for d in pool.gives_way[nid] if d in first_at and first_at[d] > i
+                 and pool.fused[order[first_at[d]]].is_match >= pool.fused[nid].is_match]
+        if not later:
+            continue
+        topic = order.pop(min(later))
+        order.insert(i, topic)
+        decision.parts[nid] = replace(decision.parts[nid], moved_below=topic)
+        decision.parts[topic] = replace(decision.parts[topic], credited_from=nid)
 
 
-def _moved(part: Part, below: int) -> Part:
-    return dataclasses.replace(part, moved_below=below)
-
-
-def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str]) -> None:
+def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str],
+                fts: str | None = None) -> None:
     """Fill ``pool.paths`` (document -> logical path of every candidate document) and
     ``pool.index_links`` (index document -> the candidate documents its Markdown links
     point to, in the same repository). Two small reads; index text only for index
@@ -284,12 +274,46 @@ def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str]) -> None
         pool.doc_chunks[int(doc)] = int(count)
     wanted = set(names)
     indexes = [(d, r, p) for (r, p), d in by_path.items() if posixpath.basename(p) in wanted]
+    weights: dict[str, float] | None = None
     for doc, repo, path in indexes:
-        text = "\n".join(str(t) for (t,) in conn.execute(
-            "SELECT text FROM knowledge_nodes WHERE document_id=? ORDER BY ordinal", (doc,)))
         base = posixpath.dirname(path)
-        targets = {by_path.get((repo, posixpath.normpath(posixpath.join(base, t))))
-                   for _, t in links(text)}
-        got = frozenset(d for d in targets if d is not None and d != doc)
-        if got:
-            pool.index_links[doc] = got
+
+        def target(link: str, repo: str = repo, base: str = base) -> int | None:
+            return by_path.get((repo, posixpath.normpath(posixpath.join(base, link))))
+
+        chunks = [(int(nid), str(text)) for nid, text in conn.execute(
+            "SELECT id, text FROM knowledge_nodes WHERE document_id=? ORDER BY ordinal", (doc,))]
+        linked = {target(t) for _, text in chunks for _, t in links(text)} - {None, doc}
+        if not linked:
+            continue
+        pool.index_links[doc] = frozenset(d for d in linked if d is not None)
+        for nid, text in chunks:
+            if nid not in pool.fused:
+                continue
+            if nid not in pool.lex_raw or not fts:  # matched by meaning: which line is unknown
+                pool.gives_way[nid] = pool.index_links[doc]
+                continue
+            if weights is None:
+                weights = search_evidence.phrase_weights(conn, fts)
+            pool.gives_way[nid] = _line_targets(conn, text, weights, target, doc)
+
+
+def _line_targets(conn: apsw.Connection, text: str, weights: Mapping[str, float],
+                  target: Callable[[str], int | None], doc: int) -> frozenset[int]:
+    """The topic documents whose link lines in ``text`` hold at least half of the
+    idf weight of the query phrases ``text`` holds."""
+    lines = text.splitlines()
+    held = search_evidence.line_holders(conn, list(weights), lines)
+    total = sum(w for p, w in weights.items() if held.get(p))
+    if total <= 0:
+        return frozenset()
+    line_doc: dict[int, set[int]] = {}
+    for line_no, link in links(text):
+        d = target(link)
+        if d is not None and d != doc:
+            line_doc.setdefault(line_no - 1, set()).add(d)
+    by_doc: dict[int, float] = {}
+    for p, w in weights.items():
+        for d in {d for i in held.get(p, ()) for d in line_doc.get(i, ())}:
+            by_doc[d] = by_doc.get(d, 0.0) + w
+    return frozenset(d for d, w in by_doc.items() if w >= 0.5 * total)
