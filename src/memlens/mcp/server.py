@@ -164,6 +164,9 @@ class MemlensMCP:
             all_projects: Annotated[bool, Field(
                 description="Rank all projects equally instead of the current one first.")]
             = False,
+            explain: Annotated[bool, Field(
+                description="Add a `why:` line per hit: its score as words + meaning parts,"
+                " with bm25 and cosine ranks.")] = False,
         ) -> CallToolResult:
             """Search the user's saved Claude Code memory notes (all projects).
 
@@ -175,7 +178,7 @@ class MemlensMCP:
             read_memory(repository, path) for the whole note.
             """
             return self.run_tool("search_memory", tools.search_memory, query, mode, k,
-                                 repository, all_projects)
+                                 repository, all_projects, explain)
 
     def _register_documents(self) -> None:
         @self.server.tool(annotations=_READ_ONLY)

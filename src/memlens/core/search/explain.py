@@ -394,7 +394,7 @@ def explain(conn: apsw.Connection, res: SearchResult, pool: Pool | None, *,
         vector_floor=pool.vector_floor if pool else None, per_document=per_document,
         preferred_repository=res.preferred_repository, terms=terms,
         weights=weights_words(dec, pool, terms, res.mode), hits=hits, why_not=why,
-        notes=tuple(res.notes))
+        notes=tuple(res.notes), result=res)
 
 
 def resolve_target(conn: apsw.Connection, text: str,

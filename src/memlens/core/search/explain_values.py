@@ -4,7 +4,10 @@ builds and the door hands out (re-exported by :mod:`memlens.core.types`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memlens.core.search.hits import SearchResult
 
 SIDES = ("lexical", "vector")
 # status of a chunk on one side
@@ -144,6 +147,8 @@ class Explanation:
     hits: tuple[Standing, ...]
     why_not: WhyNot | None = None
     notes: tuple[str, ...] = field(default=())
+    result: SearchResult | None = field(default=None, repr=False, compare=False)
+    """The search result explained (its hits, in the same order as :attr:`hits`)."""
 
     def as_json(self) -> dict[str, Any]:
         r = _r6
