@@ -518,9 +518,9 @@ def _needs(ctx: _Ctx, st: Standing, hits: Sequence[Standing], needed: dict[str, 
         out.append("It is first in the fused order: what keeps it out is the reason above.")
         return tuple(out), gap
     scored = f"it: {st.score:.4f}" if st.score is not None else "it has no score"
-    out.append(f"Its score would have to gain {gap:.4f} (first: {top:.4f}, {scored})."
-               " Replaying the fusion with only its own score on one"
-               " side changed, it ranks first with:")
+    how = (" Replaying the fusion with only its own score on one side changed, it ranks"
+           " first with:" if st.node_id in pool.fused else " It is not a candidate:")
+    out.append(f"Its score would have to gain {gap:.4f} (first: {top:.4f}, {scored}).{how}")
     for side, weight, what in ((st.lexical, lw, "bm25"), (st.vector, vw, "cosine")):
         name = "Words" if side.kind == "lexical" else "Meaning"
         now = f"{side.score:.4f}" if side.score is not None else "none"
