@@ -225,3 +225,25 @@ def test_what_it_would_need_is_checked_on_the_real_fusion(
                 raw[nid] = keep
             checked += 1
     assert checked >= 10
+
+
+def test_a_search_that_does_not_ask_loads_no_explanation(
+        built: tuple[MemoryService, Path]) -> None:
+    """Explaining costs nothing when not asked: a plain search through the door does not
+    even import the explanation modules."""
+    import subprocess
+    import sys
+
+    _, tmp = built
+    code = ("import sys; from pathlib import Path;"
+            "from memlens.core.config.settings import load_settings;"
+            "from memlens.core.service import MemoryService;"
+            f"s = load_settings(Path({str(tmp / 'none.toml')!r}), env={{}},"
+            f" overrides={{'db': {str(tmp / 'm.db')!r}}});"
+            "svc = MemoryService(s, install_key=b'k' * 32);"
+            "assert svc.search('busy_timeout WAL', k=3).hits;"
+            "print(sorted(m for m in sys.modules if 'explain' in m))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -21,7 +21,7 @@ only when asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import apsw
@@ -161,49 +161,51 @@ def query_terms(conn: apsw.Connection, fts: str | None) -> tuple[Term, ...]:
     return tuple(Term(p, w, w / total if total > 0 else 0.0) for p, w in weights.items())
 
 
-def _lexical_rank(conn: apsw.Connection, fts: str | None, nid: int, repository: str | None,
-                  doc_type: str | None) -> tuple[float, int] | None:
-    """``(bm25 as a positive score, rank among every matching row)`` of one node, or
-    ``None`` when no query word occurs in it."""
+class _AllRanks:
+    """Every row's score on one side for this query, read once and only when an
+    explanation needs the rank of a chunk that is not among the side's candidates."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        self.scores = scores
+        order = sorted(scores, key=lambda n: (-scores[n], n))  # best first, ties by id
+        self.at = {n: i for i, n in enumerate(order, 1)}
+
+    def rank(self, nid: int) -> tuple[float, int] | None:
+        """``(score, rank)`` of ``nid`` (``None``: not on this side at all)."""
+        return (self.scores[nid], self.at[nid]) if nid in self.scores else None
+
+
+def lexical_ranks(conn: apsw.Connection, fts: str | None, repository: str | None,
+                  doc_type: str | None) -> _AllRanks:
+    """bm25 (as a positive score) of every row holding a query word, within the filter."""
     if not fts:
-        return None
-    try:
-        got = conn.execute(f"SELECT bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) FROM"
-                           " knowledge_nodes_fts WHERE knowledge_nodes_fts MATCH ? AND rowid=?",
-                           (fts, nid)).fetchone()
-    except apsw.SQLError:
-        return None
-    if got is None:
-        return None
-    raw = float(got[0])
+        return _AllRanks({})
     fsql, fparams = filters(repository, doc_type)
-    sql = (f"SELECT count(*) FROM (SELECT n.id AS id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS})"
-           " AS s FROM knowledge_nodes_fts JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
-           f" WHERE knowledge_nodes_fts MATCH ?{fsql}) WHERE s < ? OR (s = ? AND id < ?)")
-    better = _one(conn, sql, [fts, *fparams, raw, raw, nid])
-    return -raw, better + 1
+    sql = (f"SELECT n.id, bm25(knowledge_nodes_fts, {BM25_WEIGHTS}) FROM knowledge_nodes_fts"
+           " JOIN knowledge_nodes n ON n.id=knowledge_nodes_fts.rowid"
+           f" WHERE knowledge_nodes_fts MATCH ?{fsql}")
+    try:
+        return _AllRanks({int(i): -float(b) for i, b in conn.execute(sql, [fts, *fparams])})
+    except apsw.SQLError:
+        return _AllRanks({})
 
 
-def _vector_rank(conn: apsw.Connection, embedder: Embedder, query: str, nid: int,
-                 repository: str | None, doc_type: str | None) -> tuple[float, int] | None:
-    """``(cosine, rank among every vector of the space)`` of one node (``None``: no vector)."""
+def vector_ranks(conn: apsw.Connection, embedder: Embedder, query: str,
+                 repository: str | None, doc_type: str | None) -> _AllRanks:
+    """Cosine of every vector of the embedder's space to the query, within the filter."""
     import numpy as np
 
     space = scalar(conn, "SELECT name FROM vector_spaces WHERE fingerprint=?",
                    (embedder.fingerprint(),))
-    if not space:
-        return None
+    if not space or not query.strip():
+        return _AllRanks({})
     q = np.asarray(embedder.embed_query(query), dtype=np.float32).tobytes()
-    table = vec_table_name(str(space))
-    got = conn.execute(f"SELECT vec_distance_cosine(embedding, ?) FROM {table} WHERE node_id=?",
-                       (q, nid)).fetchone()
-    if got is None or got[0] is None:
-        return None
-    dist = float(got[0])
     fsql, fparams = filters(repository, doc_type, alias="")
-    better = _one(conn, f"SELECT count(*) FROM {table} WHERE vec_distance_cosine(embedding, ?)"
-                  f" < ?{fsql}", [q, dist, *fparams])
-    return 1.0 - dist, better + 1
+    where = f" WHERE 1{fsql}" if fsql else ""
+    sql = (f"SELECT node_id, vec_distance_cosine(embedding, ?) FROM"
+           f" {vec_table_name(str(space))}{where}")
+    return _AllRanks({int(i): 1.0 - float(d) for i, d in conn.execute(sql, [q, *fparams])
+                      if d is not None})
 
 
 def _held(conn: apsw.Connection, terms: Sequence[Term], nids: Sequence[int],
@@ -211,11 +213,6 @@ def _held(conn: apsw.Connection, terms: Sequence[Term], nids: Sequence[int],
     """Which query phrases each node holds (the lexical share's own membership test)."""
     held = evidence_mod.holders(conn, [t.phrase for t in terms], nids)
     return {n: tuple(t.phrase for t in terms if n in held.get(t.phrase, ())) for n in nids}
-
-
-def _one(conn: apsw.Connection, sql: str, params: Sequence[object]) -> int:
-    got = conn.execute(sql, params).fetchone()
-    return int(got[0]) if got else 0
 
 
 def _node_meta(conn: apsw.Connection, nid: int) -> tuple[str, str, int, str, int, str | None]:
@@ -240,10 +237,24 @@ class _Ctx:
     terms: tuple[Term, ...]
     fused_at: dict[int, int]
     shown_at: dict[int, int]
+    _all: dict[str, _AllRanks] = field(default_factory=dict)
 
     @property
     def decision(self) -> FusionDecision | None:
         return self.res.decision
+
+    def all_ranks(self, kind: str) -> _AllRanks:
+        """Every row's rank on one side (read on first need, then kept)."""
+        if kind not in self._all:
+            if kind == "lexical":
+                got = lexical_ranks(self.conn, self.res.fts_query, self.repository, self.doc_type)
+            elif self.embedder is not None:
+                got = vector_ranks(self.conn, self.embedder, self.res.query, self.repository,
+                                   self.doc_type)
+            else:
+                got = _AllRanks({})
+            self._all[kind] = got
+        return self._all[kind]
 
 
 def _sides(ctx: _Ctx, nid: int, meta: tuple[str, str, int, str, int, str | None],
@@ -277,12 +288,7 @@ def _sides(ctx: _Ctx, nid: int, meta: tuple[str, str, int, str, int, str | None]
             sides.append(Side(kind, BELOW_CUT, rank=rank_map[nid], score=raw_map[nid],
                               part=part.vector if part is not None else 0.0))
             continue
-        if kind == "lexical":
-            got = _lexical_rank(ctx.conn, res.fts_query, nid, ctx.repository, ctx.doc_type)
-        else:
-            assert ctx.embedder is not None
-            got = _vector_rank(ctx.conn, ctx.embedder, res.query, nid, ctx.repository,
-                               ctx.doc_type)
+        got = ctx.all_ranks(kind).rank(nid)
         # absent from this side's list: what the fusion gave it for that (0 in evidence)
         absent = 0.0 if part is None else part.lexical if kind == "lexical" else part.vector
         if got is None:
@@ -436,20 +442,13 @@ def _representative(ctx: _Ctx, nids: Sequence[int]) -> int:
         got = [n for n in nids if n in where]
         if got:
             return min(got, key=where.__getitem__)
-    best: tuple[float, int] | None = None
     for kind in SIDES:
-        for n in nids:
-            if kind == "lexical":
-                r = _lexical_rank(ctx.conn, ctx.res.fts_query, n, ctx.repository, ctx.doc_type)
-            elif ctx.embedder is not None and ctx.res.mode != "lexical":
-                r = _vector_rank(ctx.conn, ctx.embedder, ctx.res.query, n, ctx.repository,
-                                 ctx.doc_type)
-            else:
-                r = None
-            if r is not None and (best is None or r[1] < best[0]):
-                best = (r[1], n)
-        if best is not None:
-            return best[1]
+        if kind == "vector" and ctx.res.mode == "lexical":
+            continue
+        ranks = ctx.all_ranks(kind)
+        got = [n for n in nids if ranks.rank(n) is not None]
+        if got:
+            return min(got, key=lambda n: ranks.at[n])
     return nids[0]
 
 
