@@ -16,6 +16,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import locomo as L  # noqa: E402
 
+from memlens.core.types import SearchSettings  # noqa: E402
+
 
 def _turn(speaker: str, dia: str, text: str) -> dict[str, Any]:
     return {"speaker": speaker, "dia_id": dia, "text": text}
@@ -202,7 +204,8 @@ def test_end_to_end_through_the_service(tmp_path: Path) -> None:
         for mode, fusion in (("vector", None), ("hybrid", None), ("hybrid", "rrf")):
             r = L.evaluate(svc, qs, mode, fusion, per_question=True)
             assert len(r["questions"]) == 2
-            used = {"vector": {"None": 2}, "hybrid": {fusion or "adaptive": 2}}[mode]
+            default = SearchSettings().fusion_options("minilm")["fusion"]  # auto's choice
+            used = {"vector": {"None": 2}, "hybrid": {fusion or default: 2}}[mode]
             assert r["fusion_used"] == used  # the search ran with the fusion asked for
             assert all(q["hits"] and set(q["hits"]) <= set(corpus.notes) for q in r["questions"])
             assert r["as_returned"]["all"]["recall@10"] == 1.0  # three notes, all returned

@@ -1,5 +1,6 @@
 """Search over active projections: lexical (FTS5 bm25), vector (sqlite-vec KNN),
-hybrid (a selectable fusion of the two: convex, min-max, z-score or reciprocal rank).
+hybrid (a selectable fusion of the two: evidence, adaptive, convex, min-max, z-score or
+reciprocal rank; the fusion itself is :mod:`memlens.core.search.fusion`).
 The fuzzy "go to document" filter lives in :class:`memlens.core.types.FilterIndex`.
 
 Only knowledge nodes are searched, and nodes exist only for the active projected
@@ -255,7 +256,12 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
       candidates (min-max to [0, 1] or z-score); a candidate missing from one side
       gets that side's lowest normalised value; then weighted sum.
     - ``"rrf"``: ``sum(w / (rrf_k + rank))``.
-    - ``"adaptive"`` (what ``auto`` means with a semantic embedder): z-score fusion
+    - ``"evidence"`` (what ``auto`` means with a semantic embedder; issue 46): each side
+      adds only its positive z-score (absent = 0 = no evidence), the lexical side
+      weighted as in ``adaptive``, and a ``MEMORY.md`` chunk gives way to the topic file
+      its matching line links to (:mod:`memlens.core.search.fusion`). The decision, every
+      candidate's score in parts, is ``res.decision``.
+    - ``"adaptive"`` (the default before issue 46): z-score fusion
       whose lexical weight is scaled by ``share ** adapt_power``, ``share`` being the
       best idf-weighted share of the query's phrases held by one of the top
       ``adapt_top`` lexical candidates (:func:`memlens.core.search.evidence.coverage`).
@@ -334,7 +340,10 @@ def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: i
     lex_top = _lexical_top(conn, res, n, repository, doc_type, lexical_cache)
     # The lexical weight depends on how much of the question its best candidates hold;
     # measured while the vector scan may still be running.
-    lex_share = _lexical_share(conn, res.fts_query, lex_top, adapt_top) if adapt_top else 1.0
+    weights = (search_evidence.phrase_weights(conn, res.fts_query)
+               if adapt_top and lex_top and res.fts_query else None)
+    lex_share = (_lexical_share(conn, res.fts_query, lex_top, adapt_top, weights)
+                 if adapt_top else 1.0)
     vec_top = vec_later()
     vector_ok = embedder is not None and not any(
         note.startswith(EMBEDDER_DOWN) for note in res.notes[notes_before:])
@@ -353,17 +362,18 @@ def gather(conn: apsw.Connection, query: str, embedder: Embedder | None, *, n: i
             if h.match == "semantic":
                 h.match = "closest"
     if index_names:
-        fusion_mod.index_links(conn, pool, index_names, res.fts_query)
+        fusion_mod.index_links(conn, pool, index_names, res.fts_query, weights)
     return res, pool
 
 
 def _lexical_share(conn: apsw.Connection, fts: str | None, lex_top: Sequence[tuple[int, float]],
-                   top: int) -> float:
+                   top: int, weights: dict[str, float] | None = None) -> float:
     """The best idf-weighted query coverage among the first ``top`` lexical candidates
     (0 when there are none)."""
     if not lex_top or not fts:
         return 0.0
-    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]])
+    cov = search_evidence.coverage(conn, fts, [nid for nid, _ in lex_top[:max(1, top)]],
+                                   weights=weights)
     return max(cov.values(), default=0.0)
 
 

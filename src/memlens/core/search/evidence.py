@@ -140,12 +140,14 @@ def _ensure_table(conn: apsw.Connection) -> None:
 
 
 def coverage(conn: apsw.Connection, fts: str | None, node_ids: Sequence[int],
-             n_rows: int | None = None) -> dict[int, float]:
+             n_rows: int | None = None, weights: dict[str, float] | None = None,
+             ) -> dict[int, float]:
     """Per node of ``node_ids``, the idf-weighted share of the query's phrases it holds
     (0 to 1; 1 = every phrase). Empty when there is no FTS query or no node."""
     if not fts or not node_ids:
         return {}
-    weights = phrase_weights(conn, fts, n_rows)
+    if weights is None:
+        weights = phrase_weights(conn, fts, n_rows)
     total = sum(weights.values())
     if total <= 0:
         return {int(n): 0.0 for n in node_ids}

@@ -251,7 +251,7 @@ def memory_adjust(pool: Pool, decision: FusionDecision) -> None:
 
 
 def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str],
-                fts: str | None = None) -> None:
+                fts: str | None = None, weights: dict[str, float] | None = None) -> None:
     """Fill ``pool.paths`` (document -> logical path of every candidate document) and
     ``pool.index_links`` (index document -> the candidate documents its Markdown links
     point to, in the same repository). Two small reads; index text only for index
@@ -274,7 +274,6 @@ def index_links(conn: apsw.Connection, pool: Pool, names: Sequence[str],
         pool.doc_chunks[int(doc)] = int(count)
     wanted = set(names)
     indexes = [(d, r, p) for (r, p), d in by_path.items() if posixpath.basename(p) in wanted]
-    weights: dict[str, float] | None = None
     for doc, repo, path in indexes:
         base = posixpath.dirname(path)
 
