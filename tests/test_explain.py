@@ -247,3 +247,18 @@ def test_a_search_that_does_not_ask_loads_no_explanation(
                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_why_not_a_document_outside_the_filter(built: tuple[MemoryService, Path]) -> None:
+    svc, _ = built
+    e = svc.explain("busy_timeout", k=2, repository="-home-dev-projects-lanternfish",
+                    why_not="-home-dev-projects-tidewater-api/database.md")
+    w = e.why_not
+    assert w is not None and w.standing.repository == "-home-dev-projects-tidewater-api"
+    assert w.standing.lexical.status == w.standing.vector.status == "outside the search filter"
+    assert "outside the search filter" in w.reason
+    # the filter also picks among several repositories holding the same path
+    e = svc.explain("busy_timeout", k=2, repository="-home-dev-projects-lanternfish",
+                    why_not="MEMORY.md")
+    assert e.why_not is not None
+    assert e.why_not.standing.repository == "-home-dev-projects-lanternfish"

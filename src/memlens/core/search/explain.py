@@ -416,8 +416,8 @@ def resolve_target(conn: apsw.Connection, text: str,
     found = conn.execute(
         "SELECT DISTINCT repository, logical_path FROM knowledge_nodes WHERE logical_path=?"
         " OR repository || '/' || logical_path = ?", (path, path)).fetchall()
-    if repository is not None:
-        found = [r for r in found if r[0] == repository]
+    if repository is not None and len(found) > 1:  # the filter picks among several;
+        found = [r for r in found if r[0] == repository] or found  # outside it: said so
     if not found:
         raise ExplainError(f"--why-not: no searchable document {path!r} in memory")
     if len(found) > 1:
