@@ -83,14 +83,21 @@ def test_every_bench_hit_is_explained_by_parts_that_add_up(
     questions = _questions()
     assert len(questions) == 140
     methods = set()
+    rules = {"moved": 0, "credited": 0, "absent": 0}
     for q in questions:
         e = svc.explain(q["query"], k=10)
         res = svc.search(q["query"], k=10)  # the plain search ranks the same
         check_explained(e, res)
+        rules["moved"] += sum(h.moved_below is not None for h in e.hits)
+        rules["credited"] += sum(h.credited_from is not None for h in e.hits)
+        rules["absent"] += sum(CANDIDATE not in (h.lexical.status, h.vector.status) or
+                               h.lexical.status != h.vector.status for h in e.hits)
         assert e.method is not None and e.weights
         methods.add(e.method)
         assert e.lexical_weight is not None and e.vector_weight is not None
     assert methods  # the default fusion, whatever it is named
+    # the order check met index moves and hits absent from one side, not only plain sorts
+    assert all(rules.values()), rules
 
 
 @pytest.mark.parametrize("mode", ["lexical", "vector"])
