@@ -10,6 +10,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,24 @@ def test_why_not_a_document_outside_the_filter(built: tuple[MemoryService, Path]
                     why_not="MEMORY.md")
     assert e.why_not is not None
     assert e.why_not.standing.repository == "-home-dev-projects-lanternfish"
+
+
+def test_explain_with_the_embedder_down(make_service: Any, tree: Any) -> None:
+    """Hybrid answers lexically with a note; the explanation claims no vector weight and
+    a why-not still answers."""
+    from tests.test_tui import FlakyEmbedder
+
+    emb = FlakyEmbedder()
+    svc = make_service(embedder=emb)
+    tree.write("a.md", "# A\n\nThe busy timeout is five seconds.\n")
+    tree.write("b.md", "# B\n\nNothing about waiting here.\n")
+    svc.start_up(svc.resolve_roots([tree.projects]))
+    emb.query_down = True
+    e = svc.explain("busy timeout", k=5, why_not="b.md")
+    assert e.method == "lexical" and e.hits
+    assert any("embedder unavailable" in n for n in e.notes)
+    assert "no vector weight is claimed" in " ".join(e.weights)
+    for h in e.hits:
+        assert h.vector.status == "side not used" and h.vector.part == 0.0
+        assert h.lexical.part == pytest.approx(h.score)
+    assert e.why_not is not None and e.why_not.standing.lexical.status == NO_WORD

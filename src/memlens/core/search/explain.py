@@ -199,7 +199,10 @@ def vector_ranks(conn: apsw.Connection, embedder: Embedder, query: str,
                    (embedder.fingerprint(),))
     if not space or not query.strip():
         return _AllRanks({})
-    q = np.asarray(embedder.embed_query(query), dtype=np.float32).tobytes()
+    try:
+        q = np.asarray(embedder.embed_query(query), dtype=np.float32).tobytes()
+    except Exception:  # the embedder is down: the search said so; no vector ranks
+        return _AllRanks({})
     fsql, fparams = filters(repository, doc_type, alias="")
     where = f" WHERE 1{fsql}" if fsql else ""
     sql = (f"SELECT node_id, vec_distance_cosine(embedding, ?) FROM"
