@@ -10,7 +10,7 @@ import click
 
 import memlens.core.types as T
 from memlens.cli.common import EXIT_FAIL, EXIT_OK, Args, CliError, Command, db_options, service
-from memlens.cli.search_text import print_result
+from memlens.cli.search_text import print_json, print_result
 from memlens.core.service import MemoryService
 from memlens.core.types import FUSIONS, DatabaseError, SearchError, StorageError
 
@@ -21,17 +21,38 @@ def cmd_search(args: Args) -> int:
         raise CliError("-k must be a positive number")
     svc = service(args, **{"search.fusion": args.fusion})
     pending = None
+    explained: T.Explanation | None = None
     try:
-        res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
-                         doc_type=args.doc_type, all_projects=args.all_projects)
+        if args.explain or args.why_not is not None:
+            explained = svc.explain(args.query, mode=args.mode, k=args.k,
+                                    repository=args.repository, doc_type=args.doc_type,
+                                    all_projects=args.all_projects, why_not=args.why_not)
+        else:
+            res = svc.search(args.query, mode=args.mode, k=args.k, repository=args.repository,
+                             doc_type=args.doc_type, all_projects=args.all_projects)
         _remember(svc, args.query, args.mode)
         if args.pending:
             pending = svc.not_searchable(mode=args.mode, repository=args.repository,
                                          doc_type=args.doc_type, limit=PENDING_SHOWN)
+    except T.ExplainError as exc:
+        raise CliError(str(exc)) from None
     except (SearchError, T.EmbeddingError) as exc:
         raise CliError(str(exc), EXIT_FAIL) from None
     finally:
         svc.close()
+    if explained is not None:
+        if args.json:
+            data = explained.as_json()
+            if pending is not None:
+                data["pending"] = pending.as_json()
+            print_json(data)
+        else:
+            from memlens.cli.search_explain import print_explanation
+
+            print_explanation(explained)
+            if pending is not None:
+                _print_pending(pending)
+        return EXIT_OK
     data = res.as_json()
     if pending is not None:
         data["pending"] = pending.as_json()
@@ -87,5 +108,10 @@ command = Command(
         click.Option(["--pending"], is_flag=True,
                      help="also list the documents in scope that are not searchable yet "
                      "(pending, failed, vectors waiting); JSON: `pending`"),
+        click.Option(["--explain"], is_flag=True,
+                     help="explain each hit: its score in parts (words, meaning) and why"),
+        click.Option(["--why-not"], "why_not", metavar="PATH[#N]",
+                     help="also explain where this document (or chunk N) stands and what it"
+                     " would need to rank first (PATH or REPOSITORY/PATH)"),
         *db_options(),
     ])

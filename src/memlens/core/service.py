@@ -45,9 +45,12 @@ from memlens.core.types import (
 )
 
 if TYPE_CHECKING:
+    import apsw
+
     from memlens.core.chunking.chunker import Chunk, ChunkerConfig, ChunkResult
     from memlens.core.config.settings import Settings
     from memlens.core.projection import reports as proj
+    from memlens.core.search.explain_values import Explanation
     from memlens.core.search.lexical_cache import LexicalCache
     from memlens.core.search.preview import QueryEffect
     from memlens.core.search.vector_matrix import VectorMatrixCache
@@ -240,25 +243,59 @@ class MemoryService(ServiceFlows):
         (default: :meth:`current_repository` of the working directory) rank first.
         """
         query = search_rows.valid_text(query)  # argv bytes that are not UTF-8 arrive as lone surrogates
+        conn = self.conn()
+        # One read snapshot: a projection swap in another process can't mix generations.
+        with dbm.read_txn(conn):
+            return self._search(conn, query, mode, k, repository, doc_type, prefer_repository,
+                                all_projects, per_document)
+
+    def _search(self, conn: apsw.Connection, query: str, mode: str, k: int,
+                repository: str | None, doc_type: str | None, prefer_repository: str | None,
+                all_projects: bool, per_document: int = 2, pools: list[Any] | None = None,
+                ) -> search_mod.SearchResult:
+        """:meth:`search` inside its read snapshot (``pools``: keep the hybrid pool, for
+        :meth:`explain`)."""
         emb = self.embedder if mode != "lexical" else None
         opts = self.settings.search
         prefer = None
         if not all_projects and opts.prefer_current_project and not repository:
             prefer = prefer_repository or self.current_repository()
+        fusion = {**opts.fusion_options(emb.name if emb is not None else None),
+                  # the index rule reads the configured index files
+                  "index_names": self.settings.chunker.index_names}
+        if pools is not None and mode == "hybrid":
+            fusion["pools"] = pools
+        return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
+                                 repository=repository, doc_type=doc_type,
+                                 per_document=per_document,
+                                 fusion_options=fusion, prefer_repository=prefer,
+                                 matrix=self.vector_cache() if emb is not None else None,
+                                 lexical_cache=self.lexical_cache())
+
+    def explain(self, query: str, *, mode: str = "hybrid", k: int = 10,
+                repository: str | None = None, doc_type: str | None = None,
+                prefer_repository: str | None = None, all_projects: bool = False,
+                per_document: int = 2, why_not: str | None = None) -> Explanation:
+        """:meth:`search`, explained from the values that ranked it (issue 45; see
+        :mod:`memlens.core.search.explain`). ``why_not`` (``PATH[#ordinal]`` or
+        ``REPOSITORY/PATH[#ordinal]``): also where that document or chunk stands and what
+        it would need to rank first. Raises ``ExplainError`` (one line) when ``why_not``
+        names nothing searchable."""
+        from memlens.core.search import explain as explain_mod
+
+        query = search_rows.valid_text(query)
         conn = self.conn()
-        # One read snapshot: a projection swap in another process can't mix generations.
         with dbm.read_txn(conn):
-            return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
-                                     repository=repository, doc_type=doc_type,
-                                     per_document=per_document,
-                                     fusion_options={
-                                         **opts.fusion_options(
-                                             emb.name if emb is not None else None),
-                                         # the index rule reads the configured index files
-                                         "index_names": self.settings.chunker.index_names},
-                                     prefer_repository=prefer,
-                                     matrix=self.vector_cache() if emb is not None else None,
-                                     lexical_cache=self.lexical_cache())
+            target = (explain_mod.resolve_target(conn, why_not, repository)
+                      if why_not is not None else None)
+            pools: list[Any] = []
+            res = self._search(conn, query, mode, k, repository, doc_type, prefer_repository,
+                               all_projects, per_document, pools)
+            emb = self.embedder if mode != "lexical" else None
+            depth = max(int(k), int(self.settings.search.candidates))
+            return explain_mod.explain(conn, res, pools[0] if pools else None, embedder=emb,
+                                       candidates=depth, per_document=per_document,
+                                       repository=repository, doc_type=doc_type, target=target)
 
     def remember_search(self, query: str, mode: str, source: str) -> bool:
         """Keep a finished search (``source``: ``cli`` or ``tui``) for recall; not

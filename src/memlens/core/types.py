@@ -84,6 +84,10 @@ if TYPE_CHECKING:
     from memlens.core.search.engine import SearchError as SearchError
     from memlens.core.search.engine import SearchHit as SearchHit
     from memlens.core.search.engine import SearchResult as SearchResult
+    from memlens.core.search.explain_values import ExplainError as ExplainError
+    from memlens.core.search.explain_values import Explanation as Explanation
+    from memlens.core.search.explain_values import Standing as Standing
+    from memlens.core.search.explain_values import WhyNot as WhyNot
     from memlens.core.search.preview import QueryEffect as QueryEffect
     from memlens.core.store.db import DAMAGE as DAMAGE
     from memlens.core.store.db import DatabaseError as DatabaseError
@@ -123,6 +127,10 @@ _LAZY: dict[str, str] = {
     'ProjectionReport': 'memlens.core.projection.reports',
     'VectorReport': 'memlens.core.projection.reports',
     'MODES': 'memlens.core.search.engine',
+    'ExplainError': 'memlens.core.search.explain_values',
+    'Explanation': 'memlens.core.search.explain_values',
+    'Standing': 'memlens.core.search.explain_values',
+    'WhyNot': 'memlens.core.search.explain_values',
     'NO_WORD_NOTE': 'memlens.core.search.engine',
     'NO_WORD_FILTERED_NOTE': 'memlens.core.search.engine',
     'SearchError': 'memlens.core.search.engine',
@@ -154,7 +162,9 @@ __all__ = [
     "BatchProjected", "Cancelled", "Chunk", "ChunkResult", "ChunkerChoice", "ChunkerConfig",
     "ChunkerConfigError",
     "ChunkerSettings", "ConfigError", "DAMAGE", "DatabaseError", "DocumentDetail", "DocumentSummary",
-    "EMBEDDER_NAMES", "EmbedderSettings", "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
+    "EMBEDDER_NAMES", "EmbedderSettings",
+    "ExplainError", "Explanation", "Standing", "WhyNot",
+    "EmbedderUnavailable", "EmbeddingError", "FUSIONS", "FileChange",
     "FileRead", "IngestDone", "DocumentProjected", "Progress", "ProgressEvent", "Rechunked", "RowsChanged",
     "VectorSlice", "claude_projects_dir", "is_ignored_name", "is_markdown_name", "roots_for_path",
     "FilterIndex", "HitSource",

@@ -240,6 +240,9 @@ class MemlensMCP:
                 description="Also name the notes in scope that are not searchable yet "
                 "(pending, failed, vectors waiting), so no hit is not taken for no note.")]
             = True,
+            explain: Annotated[bool, Field(
+                description="Add a `why:` line per hit: its score as words + meaning parts,"
+                " with bm25 and cosine ranks.")] = False,
         ) -> CallToolResult:
             """Search the user's saved Claude Code memory notes (all projects).
 
@@ -254,7 +257,7 @@ class MemlensMCP:
             whole note.
             """
             return self.run_tool("search_memory", tools.search_memory, query, mode, k,
-                                 repository, all_projects, include_pending)
+                                 repository, all_projects, include_pending, explain)
 
     def _register_documents(self) -> None:
         @self._tool

@@ -166,12 +166,27 @@ PENDING_SHOWN = 20
 """The most status stubs a search returns (with their total)."""
 
 
+def _run_explain(svc: MemoryService, query: str, mode: str, k: int, repository: str | None,
+                 all_projects: bool) -> tuple[SearchResult, list[str], dict[tuple[str, str, int], str]]:
+    """The search with one compact line per hit saying why it ranks there (issue 45): the
+    same ranking, explained from its own values; a plain search if the embedder fails."""
+    try:
+        e = svc.explain(query, mode=mode, k=k, repository=repository, all_projects=all_projects,
+                        per_document=PER_DOCUMENT)
+    except (EmbedderUnavailable, EmbeddingError):
+        res, extra = _run_search(svc, query, mode, k, repository, all_projects)
+        return res, extra, {}
+    assert e.result is not None
+    return e.result, [], {(h.repository, h.path, h.ordinal): h.summary for h in e.hits}
+
+
 def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int = 8,
                   repository: str | None = None, all_projects: bool = False,
-                  include_pending: bool = True) -> ToolOutput:
+                  include_pending: bool = True, explain: bool = False) -> ToolOutput:
     """Search active memory; the current project's hits first unless ``all_projects``.
     With ``include_pending``, status stubs name the documents in scope that are not
-    searchable yet (``pending``), so no hit is not mistaken for no such note."""
+    searchable yet (``pending``), so no hit is not mistaken for no such note;
+    ``explain`` adds a ``why`` line per hit."""
     if not query or not query.strip():
         raise ToolInputError("query is empty; give a few words or a question to search for.")
     if mode not in MODES:
@@ -180,13 +195,19 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
         raise ToolInputError(f"k must be a whole number from {K_MIN} to {K_MAX}; got {echo(k)}.")
     repo = check_repository(svc, repository) if repository else None
     try:
-        res, extra = _run_search(svc, query.strip(), mode, k, repo, all_projects)
+        why: dict[tuple[str, str, int], str] = {}
+        if explain:
+            res, extra, why = _run_explain(svc, query.strip(), mode, k, repo, all_projects)
+        else:
+            res, extra = _run_search(svc, query.strip(), mode, k, repo, all_projects)
     except SearchError as exc:
         raise ToolInputError(scrub(str(exc))) from None
     data = res.as_json()
     hits = [{key: v for key, v in h.items() if key not in _HIT_DROP} for h in data["hits"]]
     for h in hits:
         h["uri"] = uri(h["repository"], h["path"])
+        if explain:
+            h["why"] = scrub(why.get((h["repository"], h["path"], h["ordinal"]), ""))
     notes = [scrub(n) for n in [*data["notes"], *extra]]
     shown = echo(query.strip())
     out = {"query": clip(data["query"]), "mode": data["mode"], "embedder": data["embedder"],
@@ -211,6 +232,8 @@ def search_memory(svc: MemoryService, query: str, mode: str = "hybrid", k: int =
         lines.append(_hit_line(h))
         snippet = " ".join(str(h["snippet"]).split())
         lines.append(f"    {snippet}")
+        if h.get("why"):
+            lines.append(f"    why: {h['why']}")
     lines.extend(f"note: {n}" for n in notes)
     if include_pending:
         pending = svc.not_searchable(mode=mode, repository=repo, limit=PENDING_SHOWN)

@@ -62,6 +62,12 @@ class Part:
     vector_absent: bool
     score: float
     moved_below: int | None = None
+    lexical_z: float | None = None
+    """The z-score the lexical part was made from (``evidence`` and the z-score forms;
+    ``None`` when absent from that side or another form): recorded for the explanation."""
+    vector_z: float | None = None
+    damp: float = 1.0
+    """The length prior's factor on both parts (1: none)."""
     credited_from: int | None = None
     """The index chunk whose place this topic chunk took (its link line matched)."""
 
@@ -75,6 +81,8 @@ class FusionDecision:
     confidence: Confidence | None
     parts: dict[int, Part] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
+    params: FusionParams | None = None
+    """The settings this decision was made with (read by the explanation)."""
 
     def as_json(self) -> dict[str, Any]:
         """The ``fusion`` object of a hybrid result (method, and its confidence)."""

@@ -243,7 +243,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
            lexical_cache: LexicalCache | None = None, adapt_power: float = ADAPT_POWER,
            adapt_top: int = ADAPT_TOP, adapt_knee: float = ADAPT_KNEE,
            agree_top: int = AGREE_TOP, index_rule: bool = True,
-           index_names: Sequence[str] = fusion_mod.INDEX_NAMES) -> SearchResult:
+           index_names: Sequence[str] = fusion_mod.INDEX_NAMES,
+           pools: list[fusion_mod.Pool] | None = None) -> SearchResult:
     """Fuse lexical and vector results, diversified per document (``snippets``: attach
     FTS snippets to the hits; :func:`search` does it once, after its own cut).
 
@@ -284,7 +285,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
     leaves them bare: :func:`search` completes them after its own cut);
     ``matrix`` is passed to :func:`vector` (an in-RAM copy of the vectors, same
     neighbours) and ``lexical_cache`` to the lexical side (phrase postings, same
-    rows and scores).
+    rows and scores). ``pools``: when given, the candidate pool this ranking fused is
+    appended to it (the explanation reads it: :mod:`memlens.core.search.explain`).
     """
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
@@ -299,6 +301,8 @@ def hybrid(conn: apsw.Connection, query: str, embedder: Embedder | None, *, k: i
         rrf_k=rrf_k, adapt_power=adapt_power, adapt_knee=adapt_knee, agree_top=agree_top,
         index_rule=index_rule)
     decision = fusion_mod.decide(pool, params, query)
+    if pools is not None:
+        pools.append(pool)
     res.fusion = decision.as_json()
     res.decision = decision
     ranked = []

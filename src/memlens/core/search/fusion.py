@@ -62,6 +62,8 @@ class Pool:
     """index document id -> the candidate documents its links point to."""
     doc_chunks: dict[int, int] = field(default_factory=dict)
     """document id -> its number of chunks (for the length prior)."""
+    vector_floor: float | None = None
+    """The cosine a semantic-only candidate needed to stay (set by :meth:`drop_weak_semantic`)."""
     gives_way: dict[int, frozenset[int]] = field(default_factory=dict)
     """index chunk (node id) -> the topic documents it gives way to: those whose link
     lines hold most of its lexical evidence; all it links to when it has none."""
@@ -90,6 +92,7 @@ class Pool:
             return
         mu, sd = _mean_sd(self.vec_raw.values())
         floor = mu + min_z * sd
+        self.vector_floor = floor
         for nid in [nid for nid in self.fused
                     if nid not in self.lex_raw and self.vec_raw[nid] < floor]:
             del self.fused[nid]
@@ -195,7 +198,8 @@ def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
         vmiss = min(vn.values(), default=0.0) if how == "zscore" else 0.0
         for nid in pool.fused:
             parts[nid] = _part(pool, nid, lw * ln.get(nid, lmiss),
-                               p.vector_weight * vn.get(nid, vmiss))
+                               p.vector_weight * vn.get(nid, vmiss),
+                               lz=ln.get(nid), vz=vn.get(nid))
     elif method == "evidence":
         conf = confidence(pool, p)
         ln, vn = normalise(pool.lex_raw, "zscore"), normalise(pool.vec_raw, "zscore")
@@ -203,19 +207,22 @@ def decide(pool: Pool, p: FusionParams, query: str = "") -> FusionDecision:
             damp = (pool.doc_chunks.get(pool.doc(nid), 1) ** -p.length_prior
                     if p.length_prior else 1.0)
             parts[nid] = _part(pool, nid, damp * conf.lexical_weight * max(0.0, ln.get(nid, 0.0)),
-                               damp * conf.vector_weight * max(0.0, vn.get(nid, 0.0)))
+                               damp * conf.vector_weight * max(0.0, vn.get(nid, 0.0)),
+                               lz=ln.get(nid), vz=vn.get(nid), damp=damp)
     else:
         raise ValueError(f"unknown fusion {method!r}")
     order = sorted(parts, key=lambda nid: (not pool.fused[nid].is_match, -parts[nid].score, nid))
-    decision = FusionDecision(method=method, confidence=conf, parts=parts, order=order)
+    decision = FusionDecision(method=method, confidence=conf, parts=parts, order=order, params=p)
     if method == "evidence" and p.index_rule and not _INDEX_QUESTION.search(query):
         memory_adjust(pool, decision)
     return decision
 
 
-def _part(pool: Pool, nid: int, lx: float, vx: float) -> Part:
+def _part(pool: Pool, nid: int, lx: float, vx: float, *, lz: float | None = None,
+          vz: float | None = None, damp: float = 1.0) -> Part:
     return Part(node_id=nid, lexical=lx, vector=vx, lexical_absent=nid not in pool.lex_raw,
-                vector_absent=nid not in pool.vec_raw, score=lx + vx)
+                vector_absent=nid not in pool.vec_raw, score=lx + vx, lexical_z=lz,
+                vector_z=vz, damp=damp)
 
 
 def is_index(path: str, names: Iterable[str] = INDEX_NAMES) -> bool:

@@ -17,6 +17,7 @@ KEYS: list[tuple[str, str]] = [
     ("/", "filter documents: file name, path, heading, name; `tidewater` picks a repository"),
     ("enter  esc", "in the filter: open the best match / return to the tree"),
     ("s", "live search (hybrid; ctrl+t cycles hybrid/lexical/vector; enter opens the hit)"),
+    ("x", "in search (tab to the results): why this hit ranks here; why not any document"),
     ("↑ ↓ → ← enter", "move in the tree, expand/collapse, open a folder's next page"),
     ("j k  g G", "down / up, first / last (tree rows; chunks in the chunk view)"),
     ("tab shift+tab", "next / previous pane: tree, the shown tab, filter"),

@@ -24,7 +24,7 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from memlens.core.types import MODES, NO_WORD_FILTERED_NOTE, NO_WORD_NOTE, HitSource, SearchHit
+from memlens.core.types import MODES, HitSource, SearchHit
 from memlens.tui.clipboard import chunk_clip, copy_note
 from memlens.tui.event_hooks import EventsApp, failure_detail, failure_sentence
 from memlens.tui.messages import HitSourceLoaded, SearchOutcome, SearchResults
@@ -32,6 +32,7 @@ from memlens.tui.widgets.debounce import Debouncer
 from memlens.tui.widgets.fmt import heading_label
 from memlens.tui.widgets.footer import FittingFooter
 from memlens.tui.widgets.hit_preview import HitPreview, editor_command, preview_content, short_repositories
+from memlens.tui.widgets.search_info import info_line as info_line
 
 if TYPE_CHECKING:
     from memlens.core.service import MemoryService
@@ -158,24 +159,6 @@ def measured_options(hits: list[SearchHit], fit: tuple[RulesMap, int] | None,
     return options, where
 
 
-def info_line(hits: list[SearchHit], mode: str, timing: str, notes: list[str],
-              preferred: str | None) -> str:
-    """The status line under the input: counts, mode, time, project, notes."""
-    matches = sum(1 for h in hits if h.is_match)
-    if not hits:
-        head = "no results"
-    elif matches == len(hits):
-        head = f"{len(hits)} hits"
-    elif matches == 0:
-        head = f"no matches · {len(hits)} closest by meaning"
-    else:
-        head = f"{matches} matches · {len(hits) - matches} closest by meaning"
-    project = f" · {preferred} first" if preferred else ""
-    notes = [n for n in notes if n not in (NO_WORD_NOTE, NO_WORD_FILTERED_NOTE)]  # the head says it
-    note = f" · {'; '.join(notes)}" if notes else ""
-    return f"{head} · {mode}{timing}{project}{note}"
-
-
 class SearchScreen(Screen["SearchHit | None"]):
     """Search active memory; Enter opens the hit in the chunk view."""
 
@@ -189,6 +172,7 @@ class SearchScreen(Screen["SearchHit | None"]):
         Binding("e", "edit", "Edit"),
         Binding("y", "copy", "Copy"),
         Binding("ctrl+f", "filters", "Filters"),
+        Binding("x", "explain", "Explain", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -591,6 +575,17 @@ class SearchScreen(Screen["SearchHit | None"]):
             self.notify(f"{argv[0]} exited with status {rc}", severity="warning")
         else:
             self.notify(f"opened {src.path} at line {src.line}", timeout=3)
+
+    def action_explain(self) -> None:
+        """Why the highlighted hit ranks here, and why not another document (issue 45)."""
+        hit = self._highlighted_hit()
+        if hit is not None:
+            from memlens.tui.screens.explain import ExplainScreen
+
+            self.app.push_screen(ExplainScreen(
+                self.service, self.query_text, self.mode, hit, k=RESULTS,
+                all_projects=self.all_projects, repository=self.repository,
+                doc_type=self.doc_type))
 
     def action_close(self) -> None:
         """Back to the browser without opening anything."""
