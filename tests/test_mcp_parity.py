@@ -52,6 +52,16 @@ def _cli(b: Built, query: str, mode: str, repository: str | None) -> dict[str, A
     return out
 
 
+def _first_per_note(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for h in hits:
+        if (h["repository"], h["path"]) not in seen:
+            seen.add((h["repository"], h["path"]))
+            out.append(h)
+    return out
+
+
 def test_mcp_and_cli_give_the_same_hits(built: Built) -> None:
     cli = {case: _cli(built, *case) for case in CASES}
     got: dict[tuple[str, str, str | None], dict[str, Any]] = {}
@@ -68,11 +78,18 @@ def test_mcp_and_cli_give_the_same_hits(built: Built) -> None:
 
     run(body, timeout=120)
     for case in CASES:
+        # MCP gives one hit per note (issue 46), the CLI up to two: the CLI's list with each
+        # note's first hit kept is the start of MCP's list, hit for hit
+        want, have = _first_per_note(cli[case]["hits"]), got[case]["hits"]
+        assert len(have) >= len(want), case
+        have = have[:len(want)]
+        assert [_key(h) for h in have] == [_key(h) for h in want], case
+        assert [h["score"] for h in have] == pytest.approx(  # JSON rounds differently
+            [h["score"] for h in want], abs=1e-5), case
+        assert [h["snippet"] for h in have] == [h["snippet"] for h in want]
         want, have = cli[case], got[case]
-        assert [_key(h) for h in have["hits"]] == [_key(h) for h in want["hits"]], case
-        assert [h["score"] for h in have["hits"]] == pytest.approx(  # JSON rounds differently
-            [h["score"] for h in want["hits"]], abs=1e-5), case
-        assert [h["snippet"] for h in have["hits"]] == [h["snippet"] for h in want["hits"]]
-        assert (have["matches"], have["mode"]) == (want["matches"], want["mode"]), case
+        # matches counts hits that share a word; MCP's one hit per note counts notes
+        assert have["mode"] == want["mode"], case
+        assert (have["matches"] > 0) == (want["matches"] > 0), case
     assert sum(len(got[c]["hits"]) for c in CASES) > 80
     assert any(got[c]["matches"] == 0 for c in CASES)

@@ -260,9 +260,9 @@ class MemoryService(ServiceFlows):
         prefer = None
         if not all_projects and opts.prefer_current_project and not repository:
             prefer = prefer_repository or self.current_repository()
-        fusion = {**opts.fusion_options(emb.name if emb is not None else None),
-                  # the index rule reads the configured index files
-                  "index_names": self.settings.chunker.index_names}
+        fusion = opts.fusion_options(emb.name if emb is not None else None)
+        if mode == "hybrid":  # the index rule reads the configured index files
+            fusion["index_names"] = self.settings.chunker.index_names
         if pools is not None and mode == "hybrid":
             fusion["pools"] = pools
         return search_mod.search(conn, query, mode=mode, embedder=emb, k=k,
