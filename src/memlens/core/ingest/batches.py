@@ -59,8 +59,9 @@ class _Batches:
     batch back by itself (an I/O error in one file's write), that file is reported failed
     and the batch's other files are written again one transaction each, so a failing
     file still loses nothing else; a batch whose commit fails (an I/O error) is written
-    again the same way. A full disk stops the run (:class:`_DiskFull`; the batch's files
-    are left in ``pending``: not stored).
+    again the same way, and so is a batch that does not fit on the disk: what fits is
+    stored, and the first file that does not stops the run (:class:`_DiskFull`; it and
+    the rest are left in ``pending``: not stored).
     """
 
     def __init__(self, conn: apsw.Connection, now: Clock, emit: Emit,
@@ -109,7 +110,15 @@ class _Batches:
         self.pending.append(item)
         try:
             self._one(item, self.done.append)
-        except BaseException as exc:  # a full disk, or an error that ends the run
+        except _DiskFull as exc:
+            # the batch does not fit: store what fits, one file per transaction, as an
+            # unbatched run would (raises _DiskFull at the first file that does not)
+            items = self.pending
+            self._abort(exc)
+            self.pending, self.done = [], []
+            self._singly(items)
+            return
+        except BaseException as exc:  # an error that ends the run
             self._abort(exc)
             raise
         if not self.conn.in_transaction:  # SQLite rolled the whole batch back
@@ -150,10 +159,10 @@ class _Batches:
             return
         try:
             txn.__exit__(None, None, None)  # COMMIT
-        except apsw.FullError as exc:
-            self.pending = items
-            raise _DiskFull(str(exc)) from exc
-        except apsw.Error:  # the commit failed (an I/O error): nothing of it is stored
+        except apsw.Error:  # the commit failed (a full disk, an I/O error): nothing of it
+            if self.conn.in_transaction:  # is stored; what fits goes in file by file
+                with contextlib.suppress(apsw.Error):
+                    self.conn.execute("ROLLBACK")
             self._singly(items)
         else:
             for ch in done:
