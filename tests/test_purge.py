@@ -133,6 +133,37 @@ def test_purge_cli(tree: MemoryTree, make_service: Callable[..., Any], tmp_path:
     assert doctor.returncode == 0, doctor.stdout
 
 
+def test_purge_leaves_every_ready_document_searchable(
+        tree: MemoryTree, make_service: Callable[..., Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Purging with another embedder than the one the database was built with (the CLI's
+    default against the fixture's): documents purge did not change are queued again by
+    the embedder change, and purge projects them too; none is left pending."""
+    from memlens.core.embedders.registry import make_embedder
+
+    db = tmp_path / "m.db"
+    _store_unredacted(tree, make_service, db, monkeypatch)
+
+    def statuses(svc: Any) -> dict[str, str]:
+        return {str(r[0]): str(r[1]) for r in svc.conn().execute(
+            "SELECT logical_path, projection_status FROM memory_documents"
+            " WHERE tombstoned_at IS NULL")}
+
+    svc = make_service(db, embedder=make_embedder("hashing", {}))
+    before = statuses(svc)
+    assert set(before.values()) == {"ready"} and "MEMORY.md" in before, before
+    out = svc.purge()
+    assert out.changed == 3, out
+    assert statuses(svc) == before
+    words = {"MEMORY.md": "Memory", "deploy.md": "registry", "sub/moved-here.md": "moving"}
+    for path, word in words.items():
+        hits = svc.search(word, mode="lexical").hits
+        assert path in {h.path for h in hits}, (path, word, hits)
+    checks, problems = svc.doctor()
+    assert problems == [], problems
+    svc.close()
+
+
 def test_purge_of_a_missing_database_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "no" / "such" / "m.db"
     p = run_cli("purge", "--db", str(db), env=ENV)

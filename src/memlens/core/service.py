@@ -382,13 +382,28 @@ class MemoryService(ServiceFlows):
         note = None
         if changed:
             try:
-                report = self.project(changed)
+                report = self._project(self._purge_projection(changed))
             except EmbedderUnavailable as exc:
                 note = (f"not re-projected ({exc}); they stay queued: run `memlens project`"
                         " (then `memlens purge` again to compact)")
         optimize_fts(conn)
         truncated = dbm.secure_vacuum(conn)
         return PurgeOutcome(n_docs, len(changed), revisions, chunks, report, truncated, note)
+
+    def _purge_projection(self, changed: list[int]) -> list[int]:
+        """What purge projects: the documents it changed, and every document that queueing
+        the embedder change (:meth:`mark_embedder_changes`, which a projection always
+        does first) put back in the queue. Projecting only ``changed`` left those pending
+        (an unchanged document of a database built with another embedder lost its
+        ``ready``: doctor's projection_lag); documents already waiting before stay
+        for ``memlens project``."""
+        from memlens.core.projection.queue import queued_document_ids
+
+        conn = self._writable()
+        waiting = set(queued_document_ids(conn, self.clock()))
+        self.mark_embedder_changes()
+        requeued = set(queued_document_ids(conn, self.clock())) - waiting
+        return sorted(set(changed) | requeued)
 
     # -- sources for a watcher ---------------------------------------------------
     def watch_scan_paths(self, paths: Sequence[Path] | None = None) -> list[Path]:
