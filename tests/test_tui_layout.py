@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from textual.widgets import Input, OptionList, Static, Switch, Tab
 
 from memlens.tui.app import MemlensApp
