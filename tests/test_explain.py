@@ -41,6 +41,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MemoryServ
     svc = MemoryService(settings, install_key=b"k" * 32)
     assert svc.embedder is not None and svc.embedder.name == "minilm"
     svc.start_up(svc.resolve_roots([corpus]))
+    # vector searches answer from sqlite-vec while the in-RAM matrix loads on its thread
+    # (last digits of a cosine differ): compare both searches on the loaded matrix
+    svc.search("warm up", k=1)
+    svc.vector_cache().wait_loaded()
     yield svc, tmp
     svc.close()
 
