@@ -50,6 +50,9 @@ class _Printer:
         self._batch: set[tuple[str | None, str | None]] = set()
         self._last_kind = ""
         self._changes = 0  # change lines since the last reconcile note
+        # files failing now, with their reason: a failure each periodic reconcile meets
+        # again is told once, and its fix is told (issue 42 item 3)
+        self._failing: dict[str, str] = {}
 
     def _out(self, line: str) -> None:
         sys.stdout.write(line + "\n")
@@ -60,19 +63,36 @@ class _Printer:
         sys.stderr.write(f"memlens: {line}\n")
         sys.stderr.flush()
 
+    def _still_failing(self, ev: Any) -> bool:
+        """Whether this change repeats a failure already told (then it is not told again);
+        a change that is not a failure clears the file's, saying so."""
+        if ev.kind != "change":
+            return False
+        where = f"{ev.repository}/{ev.path}"
+        if ev.change_kind == "failed":
+            if self._failing.get(where) == ev.message:
+                return True
+            self._failing[where] = ev.message
+        elif self._failing.pop(where, None) is not None:
+            self._note(f"fixed: {where} ({ev.change_kind})")
+        return False
+
     def __call__(self, ev: Any) -> None:
         if ev.kind == "change" and self._last_kind != "change":
             self._batch = set()
         self._last_kind = ev.kind
+        repeated = self._still_failing(ev)
         if self.as_json:
             data = ev.as_json()
             data["time"] = _iso(ev.time)
-            self._out(json.dumps(data, ensure_ascii=False))
-            if ev.kind == "error" or ev.change_kind == "failed":
+            self._out(json.dumps(data, ensure_ascii=False))  # the stream keeps every event
+            if ev.kind == "error" or (ev.change_kind == "failed" and not repeated):
                 self._note(ev.message)
             return
         where = f"{ev.repository}/{ev.path}"
         if ev.kind == "change":
+            if repeated:
+                return  # told already: not a line, and not news for the reconcile note
             self._changes += 1
             self._batch.add((ev.repository, ev.path))
             if ev.change_kind == "failed":
