@@ -93,14 +93,17 @@ def _repeated_failures(conn: apsw.Connection) -> list[Problem]:
     return out
 
 
+_LAGGING = ("SELECT d.repository, d.logical_path, r.observed_at FROM memory_documents d"
+            " JOIN memory_revisions r ON r.id=d.current_revision_id WHERE d.tombstoned_at IS"
+            " NULL AND {waiting} AND r.observed_at<? ORDER BY r.observed_at")
+"""Live documents changed before a cut that still wait (``waiting``: for which stage)."""
+
+
 def _lag(conn: apsw.Connection, now: float, lag: float) -> list[Problem]:
     out = []
     cut = now - lag
-    words = dbm.rows(conn, "SELECT d.repository, d.logical_path, r.observed_at FROM"
-                     " memory_documents d JOIN memory_revisions r ON r.id=d.current_revision_id"
-                     " WHERE d.tombstoned_at IS NULL AND d.projection_status IN"
-                     " ('pending','processing') AND r.observed_at<? ORDER BY r.observed_at",
-                     (cut,))
+    words = dbm.rows(conn, _LAGGING.format(
+        waiting="d.projection_status IN ('pending','processing')"), (cut,))
     if words:
         old = words[0]
         out.append(Problem(
@@ -109,11 +112,8 @@ def _lag(conn: apsw.Connection, now: float, lag: float) -> list[Problem]:
             f"{_ago(now - float(old['observed_at']))})",
             fix="run `memlens project` (or keep `memlens watch` running); if it comes back, "
             "see repeated_failures"))
-    vectors = dbm.rows(conn, "SELECT d.repository, d.logical_path, r.observed_at FROM"
-                       " memory_documents d JOIN memory_revisions r ON"
-                       " r.id=d.current_revision_id WHERE d.tombstoned_at IS NULL AND"
-                       " d.projection_status='ready' AND d.vector_done<d.vector_total AND"
-                       " r.observed_at<? ORDER BY r.observed_at", (cut,))
+    vectors = dbm.rows(conn, _LAGGING.format(
+        waiting="d.projection_status='ready' AND d.vector_done<d.vector_total"), (cut,))
     if vectors:
         old = vectors[0]
         out.append(Problem(
