@@ -52,13 +52,13 @@ def test_measure_sees_every_phase_on_screen(tiny_db: Path) -> None:
         r = out[f"search_{mode}"]
         _finite(r, 2)
         assert r["missed"] == 0
-        # The frame showing the results comes after the debounce has fired, and the
-        # split adds up: last key -> fired is at least the debounce.
+        # Last key -> fired is at least the debounce. (Last key -> the frame that shows the
+        # final results is not: on a busy machine the debounce can fire between two keys,
+        # and a search for all but the last letter may show the very same lines, so that
+        # frame comes before the last search; seen in a fresh-clone run.)
         debounce_ms = DEBOUNCE_SECONDS * 1000
-        assert r["p50_ms"] >= debounce_ms * 0.9
+        assert r["p50_ms"] > 0
         assert r["press_to_fired_p50_ms"] >= debounce_ms * 0.9
-        assert r["handled_to_frame_p50_ms"] > 0
-        assert r["p50_ms"] >= r["press_to_fired_p50_ms"]
         assert r["service_p50_ms"] > 0
     assert out["frames"] > 10 and out["terminal_bytes"] > 0
     assert "search_hybrid" not in out
