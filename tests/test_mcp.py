@@ -47,11 +47,21 @@ class Built:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    b = Built(tmp_path_factory.mktemp("mcp"))
+    def plant(corpus: Path) -> None:
+        (corpus / TIDEWATER / "memory" / "deploy-keys.md").write_text(
+            "# Deploy keys\n\nCI deploys with aws_access_key_id = " + AWS_KEY + " and the\n"
+            "release bot token " + GH_TOKEN + " (rotate quarterly).\n", encoding="utf-8")
+
+    return build(tmp_path_factory.mktemp("mcp"), plant)
+
+
+def build(root: Path, plant: Callable[[Path], None] | None = None) -> Built:
+    """The bundled corpus copied under ``root`` (``plant`` may add files to the copy) and
+    ingested by `memlens ingest`."""
+    b = Built(root)
     shutil.copytree(CORPUS, b.corpus, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
-    (b.corpus / TIDEWATER / "memory" / "deploy-keys.md").write_text(
-        "# Deploy keys\n\nCI deploys with aws_access_key_id = " + AWS_KEY + " and the\n"
-        "release bot token " + GH_TOKEN + " (rotate quarterly).\n", encoding="utf-8")
+    if plant is not None:
+        plant(b.corpus)
     b.cwd.mkdir()
     proc = run_cli("ingest", str(b.corpus), "--db", str(b.db), env=b.env)
     assert proc.returncode == 0, proc.stderr

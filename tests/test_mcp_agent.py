@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, REPO, run_cli
-from tests.test_mcp import TIDEWATER, TOOLS, Built, Recorder, assert_no_leaks, run, session
+from tests.conftest import REPO, run_cli
+from tests.test_mcp import TIDEWATER, TOOLS, Built, Recorder, assert_no_leaks, build, run, session
 
 mcp = pytest.importorskip("mcp")
 
@@ -27,12 +27,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    b = Built(tmp_path_factory.mktemp("mcp-agent"))
-    shutil.copytree(CORPUS, b.corpus, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
-    b.cwd.mkdir()
-    proc = run_cli("ingest", str(b.corpus), "--db", str(b.db), env=b.env)
-    assert proc.returncode == 0, proc.stderr
-    return b
+    return build(tmp_path_factory.mktemp("mcp-agent"))
 
 
 def _size(res: object) -> int:

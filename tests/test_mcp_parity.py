@@ -6,13 +6,12 @@ from the same folder, with the same embedder, k and mode."""
 from __future__ import annotations
 
 import json
-import shutil
 from typing import Any
 
 import pytest
 
 from tests.conftest import CORPUS, run_cli
-from tests.test_mcp import Built, Recorder, run, session
+from tests.test_mcp import Built, Recorder, build, run, session
 
 pytest.importorskip("mcp")
 
@@ -28,12 +27,7 @@ CASES: list[tuple[str, str, str | None]] = [
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    b = Built(tmp_path_factory.mktemp("parity"))
-    shutil.copytree(CORPUS, b.corpus, ignore=shutil.ignore_patterns("*.jsonl", "README.md"))
-    b.cwd.mkdir()
-    proc = run_cli("ingest", str(b.corpus), "--db", str(b.db), env=b.env)
-    assert proc.returncode == 0, proc.stderr
-    return b
+    return build(tmp_path_factory.mktemp("parity"))
 
 
 def _key(h: dict[str, Any]) -> tuple[Any, ...]:

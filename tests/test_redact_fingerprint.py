@@ -17,6 +17,7 @@ from memlens.core.projection.changes import redaction_mark, set_redaction_mark
 from memlens.core.redact import fingerprint, user_rules
 from memlens.core.store import db as dbm
 from tests.conftest import run_cli
+from tests.test_user_rules import _holds  # DB, WAL, SHM and every compressed column
 
 # A token no built-in rule knows (the issue's Sonar example).
 TOKEN = "12345678ABCDEFH1234567890ABCDEFH12345678"
@@ -29,22 +30,6 @@ RULE = ('[[redact.rules]]\nname = "sonar-token"\npattern = "[0-9A-Za-z]{40}"\n'
 def _no_rules_left() -> Iterator[None]:
     yield
     user_rules.install(())
-
-
-def _holds(db: Path, needle: str) -> list[str]:
-    """DB files (-wal, -shm too) and compressed columns that still hold ``needle``."""
-    raw = [needle.encode(e) for e in ("utf-8", "utf-16-le", "utf-16-be")]
-    out = [f.name for s in ("", "-wal", "-shm", "-journal")
-           if (f := Path(f"{db}{s}")).exists() and any(r in f.read_bytes() for r in raw)]
-    conn = dbm.connect(db, readonly=True, migrate=False)
-    try:
-        for table, col in dbm.PACKED_COLUMNS:
-            if any(needle in (dbm.unpack_text(r[0]) or "")
-                   for r in conn.execute(f"SELECT {col}_z FROM {table}")):
-                out.append(f"{table}.{col}")
-    finally:
-        conn.close()
-    return out
 
 
 def _mark(db: Path) -> str | None:

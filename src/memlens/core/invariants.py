@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -101,26 +103,21 @@ _LAGGING = ("SELECT d.repository, d.logical_path, r.observed_at FROM memory_docu
 
 def _lag(conn: apsw.Connection, now: float, lag: float) -> list[Problem]:
     out = []
-    cut = now - lag
-    words = dbm.rows(conn, _LAGGING.format(
-        waiting="d.projection_status IN ('pending','processing')"), (cut,))
-    if words:
-        old = words[0]
-        out.append(Problem(
-            "projection_lag", f"{len(words)} document(s) changed more than {_ago(lag)} ago "
-            f"are not searchable yet (oldest: {old['repository']}/{old['logical_path']}, "
-            f"{_ago(now - float(old['observed_at']))})",
-            fix="run `memlens project` (or keep `memlens watch` running); if it comes back, "
-            "see repeated_failures"))
-    vectors = dbm.rows(conn, _LAGGING.format(
-        waiting="d.projection_status='ready' AND d.vector_done<d.vector_total"), (cut,))
-    if vectors:
-        old = vectors[0]
-        out.append(Problem(
-            "projection_lag", f"{len(vectors)} document(s) changed more than {_ago(lag)} "
-            f"ago still wait for their vectors (oldest: {old['repository']}/"
-            f"{old['logical_path']}); they are searchable by words only",
-            fix="run `memlens project` (the embedder must answer: `memlens config`)"))
+    cases: tuple[tuple[str, Callable[[Any], str], str], ...] = (
+            ("d.projection_status IN ('pending','processing')",
+             lambda old: (f"ago are not searchable yet (oldest: {old['repository']}/"
+                          f"{old['logical_path']}, {_ago(now - float(old['observed_at']))})"),
+             "run `memlens project` (or keep `memlens watch` running); if it comes back, "
+             "see repeated_failures"),
+            ("d.projection_status='ready' AND d.vector_done<d.vector_total",
+             lambda old: (f"ago still wait for their vectors (oldest: {old['repository']}/"
+                          f"{old['logical_path']}); they are searchable by words only"),
+             "run `memlens project` (the embedder must answer: `memlens config`)"))
+    for waiting, says, fix in cases:
+        late = dbm.rows(conn, _LAGGING.format(waiting=waiting), (now - lag,))
+        if late:
+            out.append(Problem("projection_lag", f"{len(late)} document(s) changed more than "
+                               f"{_ago(lag)} {says(late[0])}", fix=fix))
     return out
 
 
