@@ -939,7 +939,10 @@ async def test_rechunk_preview_then_apply(scenario: Scenario) -> None:
         assert row is not None and row.status == "ready"
         view = app.query_one("#chunks", ChunkView)
         assert len(view.chunks) > n_before and view.max_tokens == 60
-        assert seen[:3] == ["pending", "processing", "ready"], seen
+        # the row goes pending -> processing -> ready (a refresh that repeats the state it
+        # shows, e.g. the ingest's and the projection's both saying pending, is no step)
+        steps = [st for i, st in enumerate(seen) if i == 0 or seen[i - 1] != st]
+        assert steps[:3] == ["pending", "processing", "ready"], seen
 
 
 @async_test
